@@ -583,3 +583,78 @@ def test_a_link_that_finds_another_note_after_rm_is_said(cli, workspace):
     assert cli("read", "memory/projects/alice.md").returncode == 0
     gone = cli("rm", "memory/projects/alice.md")  # then it names nothing: `links --broken` says so, not rm
     assert gone.returncode == 0 and "warning" not in gone.stderr, gone.stderr
+
+
+def test_a_moves_link_warnings_resolve_only_the_links_that_may_name_it_and_build_no_problem_text(
+        workspace, state_dir, monkeypatch):
+    """mv and rm took seconds, the write lock held: each link naming nothing ([[inbox]] in 2,000 of
+    10,000 notes, a note moved to memory/inbox.md) had its problem worded, a walk of every memory
+    file's name (its look-alike), only for the warnings to look at its status. The warnings resolve
+    each link that may name the old or the new path twice (as it reads now and as it read before),
+    no other link (another note's [[#heading]] names that note), word no problem, and are worked
+    out once the write lock is let go, so other writers do not wait on them."""
+    from openclaw_memory.history import store as store_module
+    from openclaw_memory.links import pending
+    from openclaw_memory.links.resolve import Resolver
+
+    for k in range(30):
+        write(workspace / "memory" / "p" / f"n{k}.md",
+              f"# N{k}\n\n[[n{(k + 1) % 30}]] [[#N{k}]] [n](n{(k + 2) % 30}.md) memory/p/n{k}.md#L1\nsee [[inbox]]\n")
+    write(workspace / "memory" / "a.md", "# A\n")
+    memory = memory_for(workspace, state_dir)
+    memory.read("memory/a.md")
+    resolved, worded, locked = [], [], []
+
+    def counted(self, link, source):
+        resolved.append(link.text)
+        return resolve(self, link, source)
+
+    def alike(self, target):
+        worded.append(target)
+        return ""
+
+    def shifted(settings, *args, **kwargs):
+        lock = store_module.HistoryStore.for_settings(settings).write_lock_path
+        locked.append(lock in store_module._held.__dict__.get("paths", set()))
+        return shifted_links(settings, *args, **kwargs)
+
+    resolve, shifted_links = Resolver.resolve, pending.shifted_links
+    monkeypatch.setattr(Resolver, "resolve", counted)
+    monkeypatch.setattr(Resolver, "_alike", alike)
+    monkeypatch.setattr(pending, "shifted_links", shifted)
+
+    moved = memory.move("memory/a.md", "memory/inbox.md")  # the 30 [[inbox]] named nothing: no warning
+    assert moved.warnings == ()
+    assert resolved == ["[[inbox]]"] * 60 and worded == [] and locked == [False]
+    resolved.clear()
+    removed = memory.remove("memory/inbox.md")  # they name nothing again: `links --broken`'s to say
+    assert removed.warnings == ()
+    assert resolved == ["[[inbox]]"] * 60 and worded == [] and locked == [False, False]
+    # The words are there when asked: `links --broken` lists each with its problem.
+    monkeypatch.undo()
+    broken = memory.links(broken=True).outgoing
+    assert [(link.text, link.problem) for link in broken] == [("[[inbox]]", "no memory file is named inbox")] * 30
+
+
+def test_a_link_that_the_rewrite_made_is_not_said_to_name_another_note(cli, workspace):
+    """mv --update-links rewrote [[alice]] to [[memory/people/notes/todo]] (the moved note's path:
+    memory/archive/memory/people/notes/todo.md made [[todo]] ambiguous), then warned that this link
+    named memory/archive/memory/people/notes/todo.md before the move and names the moved note now:
+    the link's new text was resolved against the memory before the move, where the link did not
+    exist. A link the rewrite made is read as it was written before (it named the moved note); one
+    of the same text written by hand, which did name the other note, is still said."""
+    write(workspace / "memory" / "people" / "alice.md", "# Alice\n")
+    write(workspace / "memory" / "archive" / "memory" / "people" / "notes" / "todo.md", "# Old todo\n")
+    write(workspace / "memory" / "people" / "bob.md",
+          "ask about [[alice]]\nsee [[memory/people/notes/todo]]\n[[alice]] or [[memory/people/notes/todo]]\n")
+    assert cli("read", "memory/people/alice.md").returncode == 0
+
+    moved = cli("mv", "--update-links", "memory/people/alice.md", "memory/people/notes/todo.md", "--json")
+    assert moved.returncode == 0, moved.stderr
+    assert (workspace / "memory" / "people" / "bob.md").read_text() == (
+        "ask about [[memory/people/notes/todo]]\nsee [[memory/people/notes/todo]]\n"
+        "[[memory/people/notes/todo]] or [[memory/people/notes/todo]]\n")
+    before = "named memory/archive/memory/people/notes/todo.md before the move of memory/people/alice.md to " \
+             "memory/people/notes/todo.md; it names memory/people/notes/todo.md now"
+    assert moved.json()["warnings"] == [f"memory/people/bob.md:2 [[memory/people/notes/todo]] {before}",
+                                        f"memory/people/bob.md:3 [[memory/people/notes/todo]] {before}"]

@@ -20,7 +20,7 @@ since, is left as it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,7 @@ from ..history.fileops import IMPORT_OP, LINKS_STEP, FileOp, UnreadableIntent, c
 from ..history.moves import finish_pending_op
 from ..history.store import HistoryStore
 from .parse import ParsedLink
-from .rewrite import WRITE_FAILED, Backlink, links_before, rewrite_backlinks
+from .rewrite import WRITE_FAILED, Backlink, Rewritten, links_before, rewrite_backlinks
 from .shifted import shifted_links
 
 if TYPE_CHECKING:
@@ -47,21 +47,25 @@ def move(settings: Settings, source: str, destination: str, update_links: bool,
     with store.write_lock():  # one mover from the reading of the links to the last rewrite
         earlier = finish_pending_rewrites(settings)
         with finished_first(earlier[1] if earlier else None):
-            result = _move_and_rewrite(settings, source, destination, move_file) if update_links else move_file(None)
-        # A link that named a note and names another now (the old name found another note, or the
-        # new one took a name a link found elsewhere) is said: `links --broken` cannot list it.
-        shifted = moved_links_said(settings, result.source, result.path, replaced=result.replaced is not None,
-                                   own_links=not update_links)
+            result, made = _move_and_rewrite(settings, source, destination, move_file) if update_links \
+                else (move_file(None), ())
+    # A link that named a note and names another now (the old name found another note, or the new
+    # one took a name a link found elsewhere) is said: `links --broken` cannot list it. Worked out
+    # with the lock let go (a look at every link: other writers need not wait on it): a change made
+    # meanwhile only makes the warning describe the memory a moment later (it writes no memory file).
+    shifted = moved_links_said(settings, result.source, result.path, replaced=result.replaced is not None,
+                               own_links=not update_links, rewritten=made)
     warnings = (*((earlier[1],) if earlier else ()), *result.warnings, *shifted)
     return replace(result, warnings=warnings) if warnings != result.warnings else result
 
 
 def moved_links_said(settings: Settings, source: str, destination: str | None, *, replaced: bool = False,
-                     own_links: bool = True) -> tuple[str, ...]:
+                     own_links: bool = True, rewritten: Iterable[Rewritten] = ()) -> tuple[str, ...]:
     """:func:`~.shifted.shifted_links` after the move (or, ``destination`` None, the removal) of
     ``source``, made already: one that cannot be worked out is said so, never a failure of it."""
     try:
-        return shifted_links(settings, source, destination, replaced=replaced, own_links=own_links)
+        return shifted_links(settings, source, destination, replaced=replaced, own_links=own_links,
+                             rewritten=rewritten)
     except MemoryToolError as exc:
         done = f"moved {source} to {destination}" if destination is not None else f"removed {source}"
         return (f"{done}, but which links name another note now could not be worked out ({exc.message}): "
@@ -69,7 +73,8 @@ def moved_links_said(settings: Settings, source: str, destination: str | None, *
 
 
 def _move_and_rewrite(settings: Settings, source: str, destination: str,
-                      move_file: Callable[[list | None], MoveResult]) -> MoveResult:
+                      move_file: Callable[[list | None], MoveResult]) -> tuple[MoveResult, tuple[Rewritten, ...]]:
+    """The move and its rewrites: the result, and the links the rewrites made."""
     workspace, extra = str(settings.workspace), settings.extra_paths
     src = resolve_memory_path(source, workspace, extra).abs_path
     # Read before the move: afterwards the links name nothing, so nothing finds them.
@@ -81,8 +86,8 @@ def _move_and_rewrite(settings: Settings, source: str, destination: str,
     op = read_intent(settings.data_dir)
     if op is None or op.step != LINKS_STEP:
         # none to rewrite, or the move is not recorded yet (it said so): doctor --fix goes on
-        return replace(result, warnings=(*result.warnings, *unread)) if unread else result
-    updated, left = rewrite_backlinks(settings, backlinks, src, resolve_memory_path(result.path, workspace, extra).abs_path)
+        return (replace(result, warnings=(*result.warnings, *unread)) if unread else result), ()
+    updated, left, made = rewrite_backlinks(settings, backlinks, src, resolve_memory_path(result.path, workspace, extra).abs_path)
     clear_intent(settings.data_dir)
     failed = [link for link in left if link.failed]
     if failed:
@@ -93,7 +98,7 @@ def _move_and_rewrite(settings: Settings, source: str, destination: str,
                    "move the note back without --update-links (`openclaw-memory mv "
                    f"{shell_word(result.path)} {shell_word(result.source)}`: they name it again), then move it again "
                    "with --update-links",)
-    return replace(result, links_updated=updated, links_not_updated=left, warnings=(*result.warnings, *unread))
+    return replace(result, links_updated=updated, links_not_updated=left, warnings=(*result.warnings, *unread)), made
 
 
 def finish_pending_rewrites(settings: Settings) -> tuple[bool, str] | None:
@@ -122,7 +127,7 @@ def finish_pending_rewrites(settings: Settings) -> tuple[bool, str] | None:
         return False, (f"{first}the unreadable link rewrites of the move of {op.display} to {op.target_display} were "
                        "dropped (`openclaw-memory links --broken` lists the links naming nothing)")
     assert op.target is not None
-    updated, left = rewrite_backlinks(settings.as_recorded(op.agent, op.session), backlinks, op.path, op.target)
+    updated, left, _ = rewrite_backlinks(settings.as_recorded(op.agent, op.session), backlinks, op.path, op.target)
     clear_intent(settings.data_dir)
     kept = f"; {len(left)} link(s) left as they are (`openclaw-memory links --broken` lists those naming nothing)" if left else ""
     return True, (f"{first}finished the link rewrites of the interrupted move of {op.display} to {op.target_display}: "

@@ -165,9 +165,18 @@ def link_state(settings: Settings, files: Iterable[MemoryFile] | None = None, *,
 def may_name(link: ParsedLink, wanted: str) -> bool:
     """Whether ``link`` could name ``wanted`` at all (a cheap test before resolving: a link names a
     file by its name, or by a path that ends with it)."""
-    name = os.path.basename(wanted)
-    target = os.path.basename(link.target.rstrip("/"))
-    return not link.target or target.casefold() in (name.casefold(), name[:-3].casefold())
+    return not link.target or given_name(link.target) in names_of(wanted)
+
+
+def given_name(target: str) -> str:
+    """The name a link's target gives (its last part, case aside): what :func:`names_of` a file it names holds."""
+    return os.path.basename(target.rstrip("/")).casefold()
+
+
+def names_of(path: str) -> tuple[str, str]:
+    """The names a link may give the file at ``path`` by (case aside): its file name, with and without ``.md``."""
+    name = os.path.basename(path)
+    return name.casefold(), name[:-3].casefold()
 
 
 def names(found: Resolution, wanted: str) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property
 from typing import NamedTuple, Protocol
 
 from ..fsutil.safeopen import Folder, parts_under, root_spellings
@@ -62,7 +63,13 @@ class Resolution(NamedTuple):
     status: str  # OK | BROKEN | AMBIGUOUS
     target: LinkTarget | None
     candidates: tuple[LinkTarget, ...] = ()
-    problem: str = ""
+    # Why it is broken or ambiguous, or what words it (called when asked: a caller that needs only
+    # the status, as a move's warnings do, never builds it; a name's look-alike is a search).
+    why: str | Callable[[], str] = ""
+
+    @property
+    def problem(self) -> str:
+        return self.why() if callable(self.why) else self.why
 
 
 class Resolver:
@@ -131,9 +138,7 @@ class Resolver:
             found = self._find(os.path.normpath(path))
             if found is not None:
                 return Resolution(OK, found)
-        if self._lstat(os.path.normpath(paths[0])) is not None:
-            return Resolution(BROKEN, None, problem=f"{link.target} is not a memory file")
-        return self._nothing(link)
+        return Resolution(BROKEN, None, why=lambda: self._not_at(link, os.path.normpath(paths[0])))
 
     def _find(self, path: str) -> LinkTarget | None:
         """The memory file at ``path``, as the file system finds it: a file system that folds case
@@ -166,24 +171,27 @@ class Resolver:
                 return None
         return None
 
+    def _not_at(self, link: ParsedLink, path: str) -> str:
+        """Why a path names no memory file: something else is there, or nothing is."""
+        return f"{link.target} is not a memory file" if self._lstat(path) is not None else self._none(link)
+
     def _nothing(self, link: ParsedLink) -> Resolution:
+        return Resolution(BROKEN, None, why=lambda: self._none(link))
+
+    def _none(self, link: ParsedLink) -> str:
         what = "no memory file is named" if link.form == WIKI and "/" not in link.target else "no memory file at"
-        return Resolution(BROKEN, None, problem=f"{what} {link.target or '(this note)'}{self._alike(link.target)}")
+        return f"{what} {link.target or '(this note)'}{self._alike(link.target)}"
 
     def _alike(self, target: str) -> str:
         """The memory file whose name is the link's but for its Unicode form (an é typed as one code
         point, the file's name holding e and an accent, as macOS writes it): the link names nothing,
         said with the file it looks like, since the two names look the same."""
-        import unicodedata
-
-        def form(name: str) -> str:
-            return self._fold(unicodedata.normalize("NFC", _stem(name.rsplit("/", 1)[-1])))
 
         def letters(name: str) -> str:
             return self._fold(_stem(name.rsplit("/", 1)[-1]))
 
-        wanted = form(target) if target else ""
-        found = sorted(t.display for t in self.targets.values() if wanted and form(t.display) == wanted)
+        wanted = self._form(target) if target else ""
+        found = sorted(self._by_form.get(wanted, ())) if wanted else []
         # The same letters: the file is in another folder than the link names (a Markdown link is read
         # from its note's folder), which is all there is to say; said as a Unicode form, it misled.
         elsewhere = [name for name in found if letters(name) == letters(target)]
@@ -197,6 +205,21 @@ class Resolver:
             return f" ({', '.join(elsewhere)} has that name, in another folder than the link names)"
         return ""
 
+    def _form(self, name: str) -> str:
+        """A file's name as :meth:`_alike` compares it: its last part, Unicode form and case aside."""
+        import unicodedata
+
+        return self._fold(unicodedata.normalize("NFC", _stem(name.rsplit("/", 1)[-1])))
+
+    @cached_property
+    def _by_form(self) -> dict[str, list[str]]:
+        """The memory files by :meth:`_form` of their name (made on the first link whose problem is
+        asked: each broken link's walked every file, so ``links --broken`` grew as links x notes)."""
+        by_form: dict[str, list[str]] = {}
+        for t in self.targets.values():
+            by_form.setdefault(self._form(t.display), []).append(t.display)
+        return by_form
+
     def _checked(self, link: ParsedLink, found: Resolution) -> Resolution:
         """A resolved link whose heading or line range its target does not have is broken."""
         target = found.target
@@ -207,10 +230,10 @@ class Resolver:
         if lines is not None and link.form != WIKI:
             end = int(lines.group(2) or lines.group(1))
             if text is not None and end > text.lines:
-                return Resolution(BROKEN, target, problem=f"{target.display} has {text.lines} lines, not {end}")
+                return Resolution(BROKEN, target, why=f"{target.display} has {text.lines} lines, not {end}")
             return found
         if text is not None and not has_heading(text.headings, link.fragment):
-            return Resolution(BROKEN, target, problem=f"{target.display} has no heading {link.fragment!r}")
+            return Resolution(BROKEN, target, why=f"{target.display} has no heading {link.fragment!r}")
         return found
 
 

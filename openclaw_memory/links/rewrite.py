@@ -47,6 +47,16 @@ _PERCENT = re.compile(r"%(?=[0-9A-Fa-f]{2})")
 _ENTITY_LIKE = re.compile(r"&(?=#[0-9]{1,7};|#[xX][0-9a-fA-F]{1,6};|[A-Za-z][A-Za-z0-9]{1,31};)")
 
 
+class Rewritten(NamedTuple):
+    """A link a rewrite made: in the file at ``path`` (absolute, after the move), on ``line``, its
+    ``text`` now; ``was``: the link it was made from."""
+
+    path: str
+    line: int
+    text: str
+    was: ParsedLink
+
+
 class Backlink(NamedTuple):
     source: str  # absolute path of the linking file, before the move
     link: ParsedLink
@@ -76,14 +86,15 @@ def links_before(settings: Settings, abs_path: str) -> tuple[list[Backlink], tup
 
 
 def rewrite_backlinks(settings: Settings, backlinks: list[Backlink], source: str, destination: str
-                      ) -> tuple[tuple[str, ...], tuple[LinkLeft, ...]]:
+                      ) -> tuple[tuple[str, ...], tuple[LinkLeft, ...], tuple[Rewritten, ...]]:
     """Rewrite ``backlinks`` (found before the move of ``source`` to ``destination``, absolute
     paths), each file by one guarded write as ``settings``' agent and session: the files
-    rewritten, and the links left with why."""
+    rewritten, the links left with why, and the links the rewrites made."""
     state = link_state(settings)
     by_file: dict[str, list[Backlink]] = {}
     updated: list[str] = []
     left: list[LinkLeft] = []
+    made: list[Rewritten] = []
     for b in backlinks:
         if b.source == destination:  # the file `mv --force` replaced: archived, its links with it
             left.append(LinkLeft(state.shown.get(destination, b.source), b.link.line, b.link.text,
@@ -101,39 +112,41 @@ def rewrite_backlinks(settings: Settings, backlinks: list[Backlink], source: str
         left.extend(why)
         if done:
             updated.append(shown)
-    return tuple(updated), tuple(left)
+            made.extend(Rewritten(path, link.line, text, link) for link, text in done)
+    return tuple(updated), tuple(left), tuple(made)
 
 
 def _rewrite_file(settings: Settings, roots: tuple[str, ...], path: str, shown: str, links: list[Backlink],
-                  resolver: Resolver, named: dict[str, LinkTarget]) -> tuple[bool, list[LinkLeft]]:
+                  resolver: Resolver, named: dict[str, LinkTarget]) -> tuple[list[tuple[ParsedLink, str]], list[LinkLeft]]:
+    """The file's links rewritten by one guarded write: each link rewritten with its new text (none
+    when the file was not written), and the links left with why."""
     left = [LinkLeft(shown, b.link.line, b.link.text, f"may name another file: {b.ambiguous}") for b in links if b.ambiguous]
     wanted: dict[int, list[tuple[ParsedLink, LinkTarget]]] = {}
     for b in links:
         if not b.ambiguous:
             wanted.setdefault(b.link.line, []).append((b.link, named[b.names]))
     if not wanted:
-        return False, left
+        return [], left
     version = links[0].version
     content = _read(roots, path)
     if content is None or xxhash.xxh3_128_hexdigest(content) != version:
         why = "it changed after its links were read; not rewritten" if content is not None else "it cannot be read"
-        return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
+        return [], [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
     objects = HistoryStore.for_settings(settings).objects
     if not objects.fits(len(content)):  # the rewrite would replace bytes no `restore` could bring back
         why = (f"it is too big for the history to keep what it holds now ({len(content):,} bytes; at most "
                f"[history] max_bytes / 8, {objects.max_bytes // 8:,}); not rewritten")
-        return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
+        return [], [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
-        return False, [*left, *(LinkLeft(shown, link.line, link.text, "it is not UTF-8 text")
-                                for ls in wanted.values() for link, _ in ls)]
+        return [], [*left, *(LinkLeft(shown, link.line, link.text, "it is not UTF-8 text")
+                             for ls in wanted.values() for link, _ in ls)]
     lines = text.split("\n")
-    rewritten, unchanged = _rewrite_lines(text, lines, wanted, path, resolver)
+    rewritten, unchanged, done = _rewrite_lines(text, lines, wanted, path, resolver)
     left.extend(LinkLeft(shown, link.line, link.text, why) for link, why in unchanged)
-    changed = rewritten != lines
-    if not changed:
-        return False, left
+    if rewritten == lines:
+        return [], left
     try:
         with read_here(version):  # read whole just above; the agent's session need not have read it
             write(settings, shown, content="\n".join(rewritten), expect=version)  # the caller updates the index
@@ -141,18 +154,19 @@ def _rewrite_file(settings: Settings, roots: tuple[str, ...], path: str, shown: 
         # A guard that blocked the write (exit 3: the file changed meanwhile) or a refusal (exit 2: a
         # read-only note) leaves the links by a rule; a failure (exit 1: the disk full) fails them.
         why = f"not rewritten: {exc.message}" if exc.exit_code != 1 else f"{WRITE_FAILED}{exc.message}"
-        return False, [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
-    return True, left
+        return [], [*left, *(LinkLeft(shown, link.line, link.text, why) for ls in wanted.values() for link, _ in ls)]
+    return done, left
 
 
 _Edit = tuple[int, int, str, ParsedLink, LinkTarget]  # where in its line, the text there now, the link, its file
 
 
 def _rewrite_lines(text: str, lines: list[str], wanted: dict[int, list[tuple[ParsedLink, LinkTarget]]], path: str,
-                   resolver: Resolver) -> tuple[list[str], list[tuple[ParsedLink, str]]]:
-    """The note's lines with the links of ``wanted`` (by line) rewritten to name their files, and
-    the links left with why. The note is read whole, before and after: which text is a link
-    depends on the lines around it (a comment opened lines before, an indented code block)."""
+                   resolver: Resolver) -> tuple[list[str], list[tuple[ParsedLink, str]], list[tuple[ParsedLink, str]]]:
+    """The note's lines with the links of ``wanted`` (by line) rewritten to name their files, the
+    links left with why, and those rewritten with their new text. The note is read whole, before
+    and after: which text is a link depends on the lines around it (a comment opened lines before,
+    an indented code block)."""
     found = _by_line(links_in(text))
     left: list[tuple[ParsedLink, str]] = []
     edits: dict[int, list[_Edit]] = {}
@@ -177,7 +191,9 @@ def _rewrite_lines(text: str, lines: list[str], wanted: dict[int, list[tuple[Par
             left.extend((link, f"{dst.display} written here would not be read as a link naming it (with the "
                                "line's other rewrites it opens a code span or a bracket)")
                         for _, _, _, link, dst in line_edits)
-    return rewritten, left
+    done = [(link, new) for number, line_edits in edits.items() if rewritten[number - 1] != lines[number - 1]
+            for _, _, new, link, _ in line_edits]
+    return rewritten, left, done
 
 
 def _by_line(found: list[tuple[int, ParsedLink]]) -> dict[int, list[tuple[int, ParsedLink]]]:

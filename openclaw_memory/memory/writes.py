@@ -58,8 +58,9 @@ def remove(memory: LocalMemory, path: str, force: bool = False, expect: str | No
         earlier = finish_pending_rewrites(memory.settings)  # what a killed mv (links and all), rm or import left, first
         with finished_first(earlier[1] if earlier else None):
             result = remove_memory_file(memory.settings, path, force=force, expect=expect)
-        # A link that named the note and names another now (a note of its name elsewhere) is said.
-        shifted = moved_links_said(memory.settings, result.path, None)
+    # A link that named the note and names another now (a note of its name elsewhere) is said;
+    # worked out with the lock let go, as a move's are (links.pending.move says why that is safe).
+    shifted = moved_links_said(memory.settings, result.path, None)
     warnings = (*((earlier[1],) if earlier else ()), *result.warnings, *shifted)
     return replace(result, warnings=warnings, index=index_update(memory, update_index=update_index, paths=(result.path,)))
 
