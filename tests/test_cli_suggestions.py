@@ -16,6 +16,8 @@ import pytest
     (("memory", "get", "MEMORY.md"), "openclaw-memory read MEMORY.md"),  # these three said 'search QUERY'
     (("memory", "sync"), "openclaw-memory index"),
     (("memory", "find", "backups"), "openclaw-memory search backups"),
+    (("memory", "memory", "memory", "get"), "openclaw-memory read"),  # the lead said once per word
+    (("memory",) * 1000, "openclaw-memory search QUERY"),  # a RecursionError traceback
 ])
 def test_openclaws_memory_word_is_said_to_be_one_too_many(cli, args, meant):
     # It was "no such command 'memory'" and no more.

@@ -414,6 +414,8 @@ def _unknown_command(name: str, names: dict[str, str], words: tuple[str, ...] = 
 
     if name == "memory" and not words:  # OpenClaw's `openclaw memory search foo`, one word too many here
         after = list(rest or ())
+        while after and after[0] == "memory":  # said once, however often it was typed
+            del after[0]
         lead = f"no such command {name!r}: {PROG}'s commands are openclaw's memory subcommands"
         if not after or after[0].startswith("-"):
             return f"{lead}: try {PROG + ' search QUERY'!r}"
