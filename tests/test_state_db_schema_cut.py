@@ -8,7 +8,11 @@ only part of (the cut not on a page boundary) counts as gone, as one wholly cut 
 
 from __future__ import annotations
 
+import base64
 import os
+import random
+import re
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -138,3 +142,76 @@ def test_a_cut_part_way_into_a_page_keeps_the_rows_on_the_whole_pages(workspace,
         assert origins[0] == "agent-write", origins  # still the agent's write, not an outside edit
     logged = cli_process("log")
     assert logged.stdout.count("agent-write") == len(notes), logged.stdout
+
+
+def _rows(db: Path) -> dict[int, tuple]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return {row[0]: row for row in conn.execute("SELECT * FROM versions ORDER BY id")}
+    finally:
+        conn.close()
+
+
+def _reads(db: Path, version_id: int) -> bool:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return bool(conn.execute("SELECT 1 FROM versions WHERE id = ?", (version_id,)).fetchall())
+    except sqlite3.DatabaseError:
+        return False
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("into_cells", [False, True], ids=["on-the-page-boundary", "part-way-into-its-rows"])
+def test_a_cut_into_the_last_history_page_keeps_its_whole_pages_rows_and_invents_none(
+        workspace, state_dir, tmp_path, cli, cli_process, into_cells):
+    """A cut part way into the last leaf of ``versions`` (the reviewer's: half way into it) gave a
+    history row made of the zeros where the rest of the page was (a version hash ending in NULs, a time of 1970, size 0, the origin and agent NULs), shown by
+    ``history`` and left there by doctor: SQLite read the missing part as zeros, and the row copy took
+    what the cell pointers left led to for rows. The page is gone now, as a page cut off whole is.
+    And the last row before the page that does not read was lost with it, on a cut on the boundary too:
+    its lookup (``rowid BETWEEN n AND n``) stepped on into the bad page."""
+    from openclaw_memory.database import forget_connections
+
+    rng = random.Random("half a page")
+    write(workspace / "MEMORY.md", "# M\n")
+    notes = [f"memory/daily{i}.md" for i in range(6)]
+    for i in range(60):
+        done = cli("write", notes[i % 6], "--append", f"entry {i} {base64.b64encode(rng.randbytes(300)).decode()}",
+                   "--no-index")
+        assert done.returncode == 0, done.stderr
+    forget_connections()  # everything in the file
+    db = _data_dir(state_dir) / "state.db"
+    assert not Path(f"{db}-wal").exists()
+    page_size, size = 4096, os.path.getsize(db)
+    before = _rows(db)
+    last_leaf = _query(db, "SELECT max(pageno) FROM dbstat WHERE name = 'versions' AND pagetype = 'leaf'")
+    assert _query(db, "SELECT max(pageno) FROM dbstat WHERE name = 'versions'") == last_leaf
+    assert 1 < _query(db, "SELECT ncell FROM dbstat WHERE pageno = ?", last_leaf) < 60  # rows on whole pages too
+    whole = tmp_path / "whole.db"  # the rows on the pages before the last leaf: each looked up alone
+    shutil.copyfile(db, whole)
+    os.truncate(whole, (last_leaf - 1) * page_size)
+    os.truncate(whole, size)
+    kept = [i for i in before if _reads(whole, i)]
+    assert 0 < len(kept) < len(before) and kept == list(range(1, len(kept) + 1))
+    with open(db, "rb") as fh:  # where its rows start (they fill the page from its end): 40 bytes into the first,
+        fh.seek((last_leaf - 1) * page_size + 5)  # past its record's header (the types of its values), into its path
+        into = int.from_bytes(fh.read(2), "big") + 40 if into_cells else 0
+    os.truncate(db, (last_leaf - 1) * page_size + into)
+
+    fixed = cli_process("doctor", "--fix", "--json")
+    assert "Traceback" not in fixed.stderr, fixed.stderr
+    (repair,) = [r for r in fixed.json()["repairs"] if r["id"] == "state-db-damaged"]
+    assert repair["status"] == "done", repair
+    assert _rows(db) == {i: before[i] for i in kept}  # those rows as they were, and no other
+
+    for note in notes:
+        logged = cli_process("history", note, "--json")
+        assert logged.returncode == 0, logged.stderr
+        assert "\\u0000" not in logged.stdout and "1970-01-01" not in logged.stdout, logged.stdout
+    after = _rows(db)  # the rows kept, then the files' current versions sighted anew (their rows were lost)
+    assert {i: r for i, r in after.items() if i <= kept[-1]} == {i: before[i] for i in kept}
+    for row in (r for i, r in after.items() if i > kept[-1]):
+        assert re.fullmatch("[0-9a-f]{32}", row[3]) and row[4] > 0 and row[5] > 0, row
+    plain = cli_process("doctor")
+    assert "No problems found." in plain.stdout, plain.stdout + plain.stderr

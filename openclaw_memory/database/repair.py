@@ -28,6 +28,7 @@ import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import xxhash
 
@@ -186,8 +187,8 @@ def rebuild(db: Database) -> Salvage:
         write_marker(data_dir, Rebuilding(os.getpid(), name, None, {}, {}))
         os.mkdir(scratch, 0o700)
         faults.reach("state-db-rebuild:building")
-        copy, length, cut = _scratch_copy(Path(source), scratch)  # first: a copy that fails (a full disk) moves nothing
-        schema_note = _schema_made_again(copy, scratch, length)
+        copy, cut = _scratch_copy(Path(source), scratch)  # first: a copy that fails (a full disk) moves nothing
+        schema_note = _schema_made_again(copy, scratch)
         new = _new_database(scratch)
         target = sqlite3.connect(new, isolation_level=None)
         try:
@@ -491,12 +492,12 @@ def _drop_marker(data_dir: Path) -> None:
     fsync_dir(data_dir)
 
 
-def _scratch_copy(path: Path, scratch: Path) -> tuple[Path, int, str]:
+def _scratch_copy(path: Path, scratch: Path) -> tuple[Path, str]:
     """The damaged file and its WAL copied into ``scratch`` (not its index: SQLite rebuilds it from
     what the WAL holds), its header restored when it was garbled (the 16-byte magic, or the fields
-    SQLite checks: :func:`_header_restored`), its length when it was cut short (:func:`_pad_cut_file`);
-    the copy, its length as copied (where the file's own bytes end, before any padding), and what
-    was cut or ""."""
+    SQLite checks: :func:`_header_restored`), a last page it holds only part of made zeros
+    (:func:`_blank_cut_page`), its length when it was cut short (:func:`_pad_cut_file`); the copy,
+    and what was cut or ""."""
     import shutil
 
     copy = scratch / "state.db"
@@ -511,8 +512,31 @@ def _scratch_copy(path: Path, scratch: Path) -> tuple[Path, int, str]:
         elif head[:len(SQLITE_MAGIC)] != SQLITE_MAGIC and len(head) >= len(SQLITE_MAGIC):
             fh.seek(0)
             fh.write(SQLITE_MAGIC)
-        length = os.fstat(fh.fileno()).st_size
-    return copy, length, _pad_cut_file(copy)
+        _blank_cut_page(fh)
+    return copy, _pad_cut_file(copy)
+
+
+def _blank_cut_page(fh: BinaryIO) -> None:
+    """The copy's last page made all zeros (page 1's file header kept) where the file ends part way
+    into it, so that it reads as a page wholly cut off does once padded: gone. SQLite reads the
+    missing part of a page as zeros, and the part left holds the page's header and cell pointers,
+    some leading into the zeros: the row copy took a row of NULs and zeros (a version hash ending in
+    NULs, a time of 1970) for history, and the schema's remaking a half schema page for another
+    schema. Blanking the page in the copy, before anything reads it, is one rule for every reader
+    (the rows can't be dropped after SQLite reads them: it does not say which page a row was on);
+    the rows whose cells lay wholly in the part left go with it, as nothing on the page tells them
+    from the ones the zeros make."""
+    fh.seek(0)
+    head = fh.read(_HEADER)
+    length = os.fstat(fh.fileno()).st_size
+    if len(head) < _HEADER or not _page_size_sound(head):
+        return  # no page size to tell a page by: SQLite does not open it either
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    start = max(length - length % page_size, _HEADER)
+    if length % page_size and start < length:
+        fh.seek(start)
+        fh.write(bytes(length - start))
 
 
 _HEADER = 100  # SQLite's file header (https://sqlite.org/fileformat2.html#the_database_header)
@@ -616,7 +640,7 @@ def _pad_cut_file(copy: Path) -> str:
             "with them")
 
 
-def _schema_made_again(copy: Path, scratch: Path, length: int) -> str:
+def _schema_made_again(copy: Path, scratch: Path) -> str:
     """Where the copy's schema (``sqlite_schema``, the b-tree rooted on page 1 that says which page
     holds each table) does not read because some of its pages are gone (zeros: cut off the end and
     padded, or zeroed), those pages are written again from a new database of this release's schema
@@ -625,8 +649,8 @@ def _schema_made_again(copy: Path, scratch: Path, length: int) -> str:
     page the copy still holds (page 1 past its 100-byte file header included) is byte for byte the
     new one's, and each table's root page in the copy is a page of its kind or gone: a database
     whose schema changed since (one made by an earlier release and migrated) is left as it is.
-    A page the file's own bytes (``length``: where a cut file ends, before the padding) do not hold
-    whole counts as gone, as one wholly cut off does: the rest of it is zeros, nothing to tell by.
+    A page the file's own bytes do not hold whole counts as gone, as one wholly cut off does: the
+    copy has it as zeros (:func:`_blank_cut_page`).
     Without it every table was lost with one page of the schema, the rows on intact pages with them.
     What was done, for the repair's report, or ""."""
     if _schema_reads(copy):
@@ -646,10 +670,6 @@ def _schema_made_again(copy: Path, scratch: Path, length: int) -> str:
         with open(copy, "r+b") as fh:
 
             def page(number: int) -> bytes:
-                # A page cut part way is read as gone: as the padding left it, a root whose cell pointer
-                # led into the zeros held a record of no values, and the whole schema was given up.
-                if number * page_size > length:
-                    return bytes(page_size)
                 fh.seek((number - 1) * page_size)
                 return fh.read(page_size)
             gone = []
@@ -968,6 +988,10 @@ def _copy_by_rowid(source: sqlite3.Connection, table: str, columns: list[str], r
     single rows, and a row that fails is skipped (at most ``_MISSES`` failed reads in all: a
     table whose every page fails gives up instead of trying each rowid)."""
     select = f"SELECT {', '.join(columns)} FROM {table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid"  # noqa: S608
+    # One row by equality: SQLite reads a one-row range as a scan that steps on past the row to
+    # find where it ends, into the next page, and the last row before a page that does not read
+    # was lost with that page.
+    one = f"SELECT {', '.join(columns)} FROM {table} WHERE rowid = ?"  # noqa: S608
     try:
         top = source.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0  # noqa: S608
     except sqlite3.Error:
@@ -977,7 +1001,7 @@ def _copy_by_rowid(source: sqlite3.Connection, table: str, columns: list[str], r
     while ranges and misses < _MISSES:
         low, high = ranges.pop()
         try:
-            found = source.execute(select, (low, high)).fetchall()
+            found = (source.execute(one, (low,)) if low == high else source.execute(select, (low, high))).fetchall()
         except sqlite3.Error:
             misses += 1
             if low == high:
