@@ -461,6 +461,26 @@ class OutOfFiles(MemoryToolError):
         super().__init__(f"{what}: {out_of_files()}")
 
 
+def is_out_of_memory(exc: BaseException | str) -> bool:
+    """Whether ``exc`` (or an engine's stderr) is memory that could not be had: a MemoryError, an
+    OSError ENOMEM, or the index engine's own error or abort saying so (its Rust io error, as text)."""
+    if isinstance(exc, MemoryError):
+        return True
+    if isinstance(exc, OSError):
+        return exc.errno == 12  # ENOMEM
+    said = str(exc)
+    return "Cannot allocate memory" in said or "OutOfMemory" in said or re.search(r"memory allocation of \d+ bytes failed", said) is not None
+
+
+def out_of_memory() -> str:
+    """What to say when memory ran out: not damage (a rebuild needs as much), and the address-space
+    limit where one is set (``ulimit -v``, ``prlimit --as``), the usual cause."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return "out of memory: free some memory and try again"
+    return f"out of memory (the address space is limited to {soft / (1 << 20):.0f} MiB: raise it with `ulimit -v`)"
+
+
 def disk_full(exc: OSError, where: str, outcome: str = "nothing was changed", *, folder: str | os.PathLike[str] | None = None) -> DiskFull:
     """The message for a write that ran out of space in ``where`` (a folder the user can find);
     ``folder``, where known, is looked at for inodes: out of them, the disk has space and "full" misleads."""

@@ -126,3 +126,78 @@ def test_a_shard_probed_after_another_program_opened_it_is_not_probed_again(tmp_
     for _ in range(3):  # three commands, each a new process's store
         assert EdgeStore(tmp_path / "index").check(NAME, len(vectors)) is None
     assert probed == [NAME]
+
+
+def test_the_engines_own_refusal_to_optimize_for_want_of_room_is_a_full_disk(tmp_path: Path):
+    """The engine wants twice the size of the segments it merges free (more than OPTIMIZE_ROOM where a
+    killed run left large ones), and its refusal came out as a traceback."""
+    from openclaw_memory.index.store.edge_shard import EdgeShard
+
+    class Refusing:
+        def optimize(self):
+            raise Exception("Service runtime error: Not enough space available for optimization, needed: 241.87 MiB, "
+                            "available: 229.31 MiB")
+
+    shard = EdgeShard(NAME, tmp_path / NAME, Refusing(), DIM)
+    with pytest.raises(DiskFull, match=r"\(229\.3 MiB free\): the engine needs about 241 MiB to optimize the index"):
+        shard.optimize()
+
+
+ENOMEM = ("Service runtime error: failed to open mutable full text index on gridstore: Cannot allocate memory "
+          "(os error 12)")
+
+
+@pytest.mark.parametrize("limit", [1_000_000_000, None])
+def test_the_engine_out_of_memory_opening_a_shard_is_said_never_a_damaged_index(tmp_path: Path, monkeypatch, limit):
+    """`prlimit --as=1000000000 index` on a new state dir said "cannot be opened (... Cannot allocate
+    memory (os error 12)); rebuild it with `openclaw-memory index --full`": nothing to rebuild."""
+    import resource
+
+    from openclaw_memory import errors
+    from openclaw_memory.errors import MemoryToolError
+    from openclaw_memory.index.store import edge
+
+    def engine_open(_path):
+        raise Exception(ENOMEM)
+
+    real_getrlimit = resource.getrlimit
+    soft = resource.RLIM_INFINITY if limit is None else limit
+    monkeypatch.setattr(errors.resource, "getrlimit",
+                        lambda which: (soft, resource.RLIM_INFINITY) if which == resource.RLIMIT_AS else real_getrlimit(which))
+    monkeypatch.setattr(edge, "load_engine", engine_open)
+    store = EdgeStore(tmp_path / "index")
+    with pytest.raises(MemoryToolError) as raised:
+        with store.open(NAME, dim=DIM):
+            pass
+    said = str(raised.value)
+    assert "--full" not in said and "damaged" not in said and "\n" not in said, said
+    if limit is None:
+        assert said == f"index collection {NAME} cannot be opened: out of memory: free some memory and try again"
+    else:
+        assert said == (f"index collection {NAME} cannot be opened: out of memory (the address space is limited to "
+                        "954 MiB: raise it with `ulimit -v`)")
+
+
+def test_a_probe_out_of_memory_is_said_never_a_damaged_shard(tmp_path: Path):
+    """The probe's child has the command's limits: out of memory there the engine says "memory
+    allocation of N bytes failed" and hangs, which was taken for damage after 300 s (the shard dropped)."""
+    import subprocess
+    import sys
+
+    from openclaw_memory.errors import MemoryToolError
+
+    store = EdgeStore(tmp_path / "index")
+    with store.open(NAME, dim=DIM) as shard:
+        shard.upsert(points(unit_vectors(10)))
+    os.utime(store.shard_path(NAME) / "edge_config.json", ns=(0, 0))  # not as we left it: probed
+    script = ("import resource, sys\n"
+              "resource.setrlimit(resource.RLIMIT_AS, (300_000_000, resource.RLIM_INFINITY))\n"
+              "from openclaw_memory.index.store.edge import EdgeStore\n"
+              "try:\n"
+              f"    print(EdgeStore(sys.argv[1]).damage({NAME!r}))\n"
+              "except Exception as exc:\n"
+              "    print(type(exc).__name__, exc)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "index")], capture_output=True, text=True, timeout=120)
+    said = done.stdout.strip()
+    assert said.startswith(f"{MemoryToolError.__name__} index collection {NAME} cannot be checked: out of memory "
+                           "(the address space is limited to 286 MiB"), (said, done.stderr[-2000:])

@@ -280,3 +280,68 @@ def test_running_out_of_file_descriptors_names_the_limit_never_a_damaged_index(w
             assert "--full" not in proc.stderr and "damaged" not in proc.stderr and "Traceback" not in proc.stderr
     assert any("cannot be opened: too many open files" in text for text in said.values()), said  # the engine's own
     assert any(text.startswith("error: too many open files") for text in said.values()), said  # an OSError's
+
+
+def _killed_first_index(ws: Path, sd: Path, batch: int) -> None:
+    """A first `index` SIGKILLed after its ``batch``-th batch: its shard is left with no manifest."""
+    proc = subprocess.run([sys.executable, "-m", "openclaw_memory", "index"], cwd=ws, capture_output=True, text=True,
+                          env=fault(f"index:batch:{batch}=kill", env=env_for(ws, sd)), timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+
+def _many_notes(ws: Path, notes: int) -> None:
+    for i in range(notes):
+        write(ws / "memory" / f"n{i:03d}.md", _note(f"topic{i}", 8))
+
+
+def test_a_first_index_killed_part_way_is_finished_on_a_disk_where_a_fresh_one_fits(workspace, tmp_path, cli_process):
+    """The next run resumed what a killed first index left beside itself: a copy of it beside it
+    (and the engine's optimize of it), so on a disk where a whole fresh index fits every later
+    `index` and `doctor --fix` stopped for want of room, and the leftover was never given back."""
+    _many_notes(workspace, 200)
+    with tmpfs(tmp_path / "fresh", "330m") as fresh_disk:  # the control: a fresh index fits there
+        fresh = fresh_disk / "state"
+        assert cli_process("index", env={"OPENCLAW_STATE_DIR": str(fresh)}).returncode == 0
+    with tmpfs(tmp_path / "small", "330m") as small:
+        sd = small / "state"
+        on_small = {"OPENCLAW_STATE_DIR": str(sd)}
+        _killed_first_index(workspace, sd, 3)
+        assert "last index run interrupted" in cli_process("status", env=on_small).stdout
+        result = cli_process("index", env=on_small)
+        assert result.returncode == 0, result.stderr
+        assert "an interrupted first index left" in result.stdout + result.stderr, result.stderr
+        assert _leftovers(sd) == []
+        assert "memory/n007.md" in _paths(cli_process("search", "topic7 fact", "--mode", "text", "--json", env=on_small))
+        assert cli_process("doctor", env=on_small).returncode == 0
+
+
+def test_a_killed_first_index_where_there_is_room_is_resumed_in_place(workspace, state_dir, cli):
+    """Resumed where it fits: the killed run's points lend their vectors, and the build goes on in
+    the shard itself (a copy beside it took its size again)."""
+    _many_notes(workspace, 40)
+    _killed_first_index(workspace, state_dir, 3)
+    (edge,) = [p for p in _edge(state_dir).iterdir() if p.name.startswith("memory-dir-")]
+    ino = edge.stat().st_ino
+    result = cli("index", "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.json()["chunksReused"] >= 256, result.stdout  # the killed run's batches, not embedded again
+    assert edge.stat().st_ino == ino  # the same shard, not a copy swapped in
+    assert cli("doctor").returncode == 0
+
+
+def test_a_killed_first_index_is_no_index_still_in_use(workspace, state_dir):
+    """A full disk's message said "the last complete index is still in use" after a killed first
+    index, whose shard (with no manifest) no search uses."""
+    from conftest import settings_for
+    from openclaw_memory.index.store.factory import open_store
+    from openclaw_memory.index.sync import _has_index
+
+    _many_notes(workspace, 40)
+    _killed_first_index(workspace, state_dir, 2)
+    settings = settings_for(workspace, state_dir)
+    store = open_store(settings)
+    try:
+        assert any(store.exists(name) for name in store.names())
+        assert not _has_index(settings, store)
+    finally:
+        store.close()

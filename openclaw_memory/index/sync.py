@@ -76,12 +76,14 @@ from .manifest import (
     load_manifest_head,
     lookup_chunks,
     manifest_chunk_count,
+    manifest_serial,
     mark_dirty,
     read_version,
     write_manifest,
 )
 from .results import FileRead, SyncProgress, SyncSummary
 from .store.base import AGENT_FIELD, BODY_FIELD, PATH_FIELD, TERMS_FIELD, TEXT_FIELD, PointData, Shard, VectorStore
+from .store.edge_shard import OPTIMIZE_ROOM
 from .store.factory import open_store
 from .terms import TERMS_VERSION, keyword_terms
 
@@ -221,9 +223,10 @@ def disk_full(folder, needed: int | None = None, *, indexed: bool = True) -> Dis
 
 
 def _has_index(settings: Settings, store: VectorStore) -> bool:
-    """Whether any collection of the agent is built (a disk found full says what searches still answer from)."""
+    """Whether any collection of the agent is built (a disk found full says what searches still answer
+    from): a shard with a manifest; one without is what a killed first index left, which no search uses."""
     try:
-        return any(entry["agent"] == settings.agent and store.exists(name)
+        return any(entry["agent"] == settings.agent and store.exists(name) and manifest_serial(settings.data_dir, name) is not None
                    for name, entry in registered_names(settings.data_dir).items())
     except OSError:
         return True  # (not known: the message keeps its usual words)
@@ -287,6 +290,8 @@ class _Sync:
             files = self._scan()
         for c in collections:
             self.store.discard_stages(c.name)  # left by a killed run; we hold the agent's lock
+            if olds[c.name] is None and self.store.exists(c.name):
+                self._drop_leftover_unless_it_fits(c.name, full)
         fresh: set[str] = set()
         if full:
             fresh = {c.name for c in collections if self.store.exists(c.name)}
@@ -391,6 +396,26 @@ class _Sync:
                 if self.store.exists(name):
                     self.store.drop(name)
                 delete_manifest(self.settings.data_dir, name)
+
+    def _drop_leftover_unless_it_fits(self, name: str, full: bool) -> None:
+        """A shard no manifest vouches for (a first index killed part way: no search uses it) is
+        resumed in place, its points lending their vectors, where the disk has room beside it for
+        the engine to rewrite it: an optimize writes the segments it merges before it drops them
+        (the engine refuses one without twice their size free), then needs our own room. Else, and
+        for ``--full`` (which reuses no vector), it is removed first and the build starts from an
+        empty shard: kept, a first index that fits on the disk stopped for want of room at every
+        try (a 95 MiB leftover on a 400 MiB disk where the whole index takes 252 MiB), and what
+        the killed run left was never given back."""
+        if self.store.backend != "edge":
+            return
+        left = self.store.disk_usage(name)
+        if not full and free_bytes(self.settings.data_dir / "index") >= 2 * left + OPTIMIZE_ROOM:
+            return
+        with self._committing():
+            self.store.drop(name)
+        if not full:
+            self.notes.append(f"{name}: an interrupted first index left {_mib(left)} the disk has no room to resume "
+                              "beside: removed it and started again")
 
     def _check_fingerprints(self, collections, olds: dict, fresh: set[str]) -> dict:
         result = dict(olds)
@@ -868,10 +893,15 @@ class _Sync:
         for a rebuild), or the live shard itself when there is none yet (nothing to keep serving)."""
         name = w.collection.name
         live = self.store.exists(name)
-        if not live:
-            self._preflight(self.config.embed_batch, new_shard=True)
+        # A shard no manifest vouches for is a killed first index's: nothing to keep serving either,
+        # and a copy of it beside took its size again (resumed: _drop_leftover_unless_it_fits).
+        if not live or (w.old is None and not w.fresh):
+            self._preflight(self.config.embed_batch, new_shard=not live)
             mark_dirty(self.settings.data_dir, name)
             w.started = True
+            if w.removed:  # its points of files gone since (_reconcile)
+                with self.store.open(name) as shard:
+                    shard.delete_paths(w.removed)
             return name
         copy = 0 if w.fresh else self.store.disk_usage(name)
         self._preflight(self.config.embed_batch, copy, new_shard=w.fresh)

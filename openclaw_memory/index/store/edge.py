@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...database import Database, is_read_only
-from ...errors import IndexDamaged, MemoryToolError, is_out_of_files, out_of_files
+from ...errors import IndexDamaged, MemoryToolError, is_out_of_files, is_out_of_memory, out_of_files, out_of_memory
 from ...fsutil.exchange import AT_FDCWD, exchange
 from ...fsutil.lock import FileLock, read_only_mount
 from ...fsutil.private import make_dirs
@@ -217,15 +217,29 @@ class EdgeStore:
         import subprocess
         import sys
 
-        try:
-            proc = subprocess.run(  # -P: with -c, the current folder (a json.py in it) came first on the module path
-                [sys.executable, "-P", "-c", _PROBE, str(path)],
-                capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired:
-            return f"the engine did not load it within {PROBE_TIMEOUT_S:g} s", 0
+        proc = subprocess.Popen(  # -P: with -c, the current folder (a json.py in it) came first on the module path
+            [sys.executable, "-P", "-c", _PROBE, str(path)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        while True:
+            try:
+                stdout, stderr = proc.communicate(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired as exc:
+                # The child has our limits: where the engine cannot allocate (`prlimit --as`) it says
+                # "memory allocation of N bytes failed" and hangs, which was taken for damage after 300 s.
+                said = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+                if is_out_of_memory(said) or time.monotonic() >= deadline:
+                    proc.kill()
+                    proc.communicate()
+                    if is_out_of_memory(said):
+                        raise MemoryToolError(f"index collection {name} cannot be checked: {out_of_memory()}") from None
+                    return f"the engine did not load it within {PROBE_TIMEOUT_S:g} s", 0
         if proc.returncode == -signal.SIGBUS:
             ensure_room(path)  # a full disk, not a damaged shard
+        if proc.returncode != 0 and is_out_of_memory(stderr):  # nor memory run out: a rebuild needs as much
+            raise MemoryToolError(f"index collection {name} cannot be checked: {out_of_memory()}")
         if proc.returncode < 0:
             try:
                 signame = signal.Signals(-proc.returncode).name
@@ -233,10 +247,10 @@ class EdgeStore:
                 signame = f"signal {-proc.returncode}"
             return f"the engine aborts on it ({signame})", 0
         if proc.returncode != 0:
-            lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+            lines = [line for line in stderr.strip().splitlines() if line.strip()]
             return "the engine cannot load it: " + (lines[-1][-300:] if lines else f"exit status {proc.returncode}"), 0
         try:
-            facts = json.loads(proc.stdout.strip().splitlines()[-1])
+            facts = json.loads(stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
             return "the engine's probe printed nothing usable", 0
         if facts["bad"]:
@@ -530,6 +544,8 @@ class EdgeStore:
                 raise
             if is_out_of_files(exc):  # no damage: a rebuild would run out the same way
                 raise MemoryToolError(f"index collection {name} cannot be opened: {out_of_files()}") from None
+            if is_out_of_memory(exc):  # nor here: a brand-new shard's open failed so under `prlimit --as`
+                raise MemoryToolError(f"index collection {name} cannot be opened: {out_of_memory()}") from None
             if "WouldBlock" in str(exc):
                 raise MemoryToolError(
                     f"index collection {name} is open in another process that does not use openclaw-memory's lock; "
@@ -557,6 +573,8 @@ class EdgeStore:
                 raise
             if not is_engine_failure(exc):
                 raise
+            if is_out_of_memory(exc):
+                raise MemoryToolError(f"index collection {name} cannot be opened: {out_of_memory()}") from None
             raise MemoryToolError(f"index collection {name} at {self.shard_path(name)} cannot be opened ({exc}); "
                                   "rebuild it with `openclaw-memory index --full` where the state dir can be written") from None
         self._copies[name] = str(folder)

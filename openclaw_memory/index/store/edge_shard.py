@@ -4,11 +4,12 @@ that an index run's memory stays bounded; :mod:`.edge` keeps the shards of an ag
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...errors import DiskFull, MemoryToolError
+from ...errors import DiskFull, MemoryToolError, is_out_of_memory, out_of_memory
 from ...fsutil.space import free_bytes
 from .base import BATCH, DENSE, PATH_FIELD, Hit, PointData, scroll_all
 from .view import ReadView
@@ -34,6 +35,7 @@ LOAD_ROOM = 64 << 20
 # An optimize writes the segments it builds or merges (up to _MAX_SEGMENT_KB of vectors: ~21,000
 # points of ~5 KB on disk with their payload and indexes) before it drops the old ones.
 OPTIMIZE_ROOM = 192 << 20  # and room to reopen the shard after it (LOAD_ROOM)
+_OPTIMIZE_REFUSED = re.compile(r"Not enough space available for optimization, needed: ([0-9.]+) MiB, available: ([0-9.]+) MiB")
 
 
 def engine_config(dim: int):
@@ -80,10 +82,12 @@ def _return_freed_memory() -> None:
 def ensure_room(folder: Path, needed: int = LOAD_ROOM, doing: str = "open the index") -> None:
     free = free_bytes(folder)
     if free < needed:
-        raise DiskFull(
-            f"the disk holding the index ({folder}) is full ({free / (1 << 20):.1f} MiB free): the engine needs about "
-            f"{needed >> 20} MiB to {doing}; nothing was changed; free some space and try again"
-        )
+        raise DiskFull(_full(folder, free / (1 << 20), needed / (1 << 20), doing))
+
+
+def _full(folder: Path, free_mib: float, needed_mib: float, doing: str) -> str:
+    return (f"the disk holding the index ({folder}) is full ({free_mib:.1f} MiB free): the engine needs about "
+            f"{int(needed_mib)} MiB to {doing}; nothing was changed; free some space and try again")
 
 
 def _ids_filter(ids: Sequence[str] | None):
@@ -191,7 +195,15 @@ class EdgeShard:
         settle = self._unsettled >= self._indexing_points
         if settle:
             ensure_room(self._path.parent, OPTIMIZE_ROOM, "optimize the index")
-        self._engine.optimize()
+        try:
+            self._engine.optimize()
+        except Exception as exc:
+            # The engine's own check, made before it writes: it wants twice the size of the
+            # segments it merges (more than OPTIMIZE_ROOM where they are large), and said so in a traceback.
+            said = _OPTIMIZE_REFUSED.search(str(exc))
+            if said is None:
+                raise
+            raise DiskFull(_full(self._path.parent, float(said.group(2)), float(said.group(1)), "optimize the index")) from None
         if settle:
             with self._view.writing():
                 self._reopen()
@@ -207,6 +219,9 @@ class EdgeShard:
             self._engine = None
             if not is_engine_failure(exc):
                 raise
+            if is_out_of_memory(exc):
+                raise MemoryToolError(f"index collection {self.name} could not be reopened after its optimize: "
+                                      f"{out_of_memory()}") from None
             # the shard is closed and whole on disk
             raise MemoryToolError(
                 f"index collection {self.name} could not be reopened after its optimize ({exc}); "
