@@ -1174,6 +1174,23 @@ def test_a_note_only_a_snapshot_saw_comes_back_over_a_new_file_at_its_name_no_wi
     assert note.read_text() == "the staging password\n" and _mode(note) == 0o600
 
 
+def test_a_logged_note_made_private_and_deleted_by_hand_comes_back_over_a_new_file_no_wider_than_the_snapshot_saw(
+        cli, workspace, state_dir):
+    """The history logged the note at 0644, the user made it 0600, a snapshot saw it so, and it was
+    deleted by hand and its name taken by a new 0644 file: no removal is logged, so that file read
+    as the note's own and kept its 0644, the private text in it."""
+    assert cli("write", "memory/s.md", "--append", "the staging password", "--no-index").returncode == 0
+    note = workspace / "memory" / "s.md"
+    os.chmod(note, 0o600)
+    assert cli("watchdog", "snapshot", "before").returncode == 0
+    os.remove(note)
+    write(note, "a new note\n")
+    os.chmod(note, 0o644)
+    done = cli("rollback", "--to", "before", "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    assert note.read_text() == "the staging password\n" and _mode(note) == 0o600
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
 def test_as_root_a_users_note_only_a_snapshot_saw_comes_back_private_and_the_users(cli, workspace, state_dir):
     """Root rolling back a user's workspace: nobody's 0600 note, only a snapshot saw it, came back
