@@ -147,3 +147,116 @@ def test_doctor_probes_a_copied_index_on_a_read_only_state_dir_as_a_search_loads
         assert "have a damaged vector or payload" in finding["message"], finding
         assert "Read-only file system" not in finding["message"], finding
     assert _copies(temp) == set()
+
+
+@contextmanager
+def small_tmpfs(folder: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` at ``folder`` (skipped where this machine cannot mount one)."""
+    folder.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or 'mount failed'}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _restored_older_index(cli, workspace: Path, state_dir: Path, tmp_path: Path) -> Path:
+    """A copy of ``state_dir`` whose index folder is one taken before a note changed (a backup restored):
+    the same number of points as the manifest lists, other ones."""
+    write(workspace / "MEMORY.md", "# Memory\n\n- door codes in memory/\n")
+    for i in range(1, 21):
+        write(workspace / "memory" / f"n{i}.md", f"# Note {i}\n\nThe door code for room {i} is 30{i}.\n")
+    assert cli("index").returncode == 0
+    (data,) = (state_dir / "openclaw-memory" / "workspaces").iterdir()
+    backup = tmp_path / "backup"
+    shutil.copytree(data / "index", backup, symlinks=True)
+    write(workspace / "memory" / "n5.md", "# Note 5\n\nThe door code for room 5 is 2222 now.\n")
+    assert cli("index").returncode == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(state_dir, copy, symlinks=True)
+    restored = copy / "openclaw-memory" / "workspaces" / data.name / "index"
+    shutil.rmtree(restored)
+    shutil.copytree(backup, restored, symlinks=True)
+    return copy
+
+
+def test_search_on_a_read_only_state_dir_refuses_an_older_index_restored_there(cli, workspace, state_dir, tmp_path,
+                                                                               monkeypatch):
+    """Its copy was loaded unchecked: where doctor said index-damaged (its points are not the ones its
+    manifest lists), search quoted the older shard ("The door code for room 5 is 305."), exit 0. The
+    copy is now checked as the shard in place is (probed, digest and all, unless its files are those a
+    process of ours recorded): the same one-line refusal naming doctor --fix, and no copy left behind."""
+    copy = _restored_older_index(cli, workspace, state_dir, tmp_path)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    from openclaw_memory.index.store.edge import EdgeStore
+
+    probes: list[str] = []
+    probe_at = EdgeStore._probe_at
+    monkeypatch.setattr(EdgeStore, "_probe_at", lambda self, name, *a: probes.append(name) or probe_at(self, name, *a))
+    with read_only_view(state_dir, tmp_path / "ro") as view:  # the files as written: their record vouches, no probe
+        sound = cli("search", "door code for room 5", "--limit", "1", "--state-dir", str(view))
+        assert sound.returncode == 0 and "2222" in sound.stdout, sound.stderr
+        assert probes == []
+    with read_only_view(copy, tmp_path / "ro2") as view:
+        refused = cli("search", "door code for room 5", "--limit", "1", "--state-dir", str(view))
+        assert refused.returncode != 0 and "305" not in refused.stdout, refused.stdout
+        assert "its points are not the ones its manifest lists" in refused.stderr, refused.stderr
+        assert "doctor --fix" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert str(view) in refused.stderr and str(temp) not in refused.stderr, refused.stderr
+    assert probes and _copies(temp) == set()
+
+
+def test_doctor_on_a_read_only_state_dir_says_a_shard_it_cannot_copy_is_unchecked(cli, workspace, state_dir, tmp_path,
+                                                                                   monkeypatch):
+    """With TMPDIR too small for the probe's copy, doctor dropped every index-damaged finding and said only
+    state-dir-not-writable: the copy's "does not fit" error ended the whole index check. Each shard it
+    cannot copy is now index-unchecked, naming TMPDIR, and no copy is left behind."""
+    copy = _restored_older_index(cli, workspace, state_dir, tmp_path)
+    with small_tmpfs(tmp_path / "tiny", "300k") as tiny, read_only_view(copy, tmp_path / "ro") as view:
+        monkeypatch.setattr(tempfile, "tempdir", str(tiny))
+        found = cli("doctor", "--json", "--state-dir", str(view))
+        ids = [f["id"] for f in found.json()["findings"]]
+        assert "index-unchecked" in ids, ids
+        (finding,) = [f for f in found.json()["findings"] if f["id"] == "index-unchecked"]
+        assert "set TMPDIR to a folder with room" in finding["message"] and str(tiny) in finding["message"], finding
+        assert _copies(tiny) == set()
+
+
+def test_doctor_keeps_the_damage_it_found_beside_a_shard_it_could_not_check(cli, workspace, state_dir, tmp_path,
+                                                                            monkeypatch):
+    """One shard that could not be checked (its check's error) took every other shard's index-damaged
+    finding with it: doctor said nothing of the index. Both are said now."""
+    copy = _restored_older_index(cli, workspace, state_dir, tmp_path)
+    from openclaw_memory.errors import MemoryToolError
+    from openclaw_memory.index.store.edge import EdgeStore
+
+    check = EdgeStore.check
+
+    def flaky(self, name, *a, **kw):
+        if name.startswith("memory-root-"):
+            raise MemoryToolError(f"index collection {name} cannot be checked: out of memory")
+        return check(self, name, *a, **kw)
+
+    monkeypatch.setattr(EdgeStore, "check", flaky)
+    found = cli("doctor", "--json", "--state-dir", str(copy)).json()["findings"]
+    by_id = {f["id"]: f["message"] for f in found}
+    assert "its points are not the ones its manifest lists" in by_id.get("index-damaged", ""), found
+    assert "cannot be checked: out of memory" in by_id.get("index-unchecked", ""), found
+
+
+def test_search_on_a_read_only_state_dir_refuses_where_the_copy_leaves_no_room_to_load_it(cli_process, workspace,
+                                                                                           state_dir, tmp_path):
+    """With TMPDIR nearly full the copy fitted, then the engine's writes to its memory-mapped files
+    overran it: `Bus error`, exit 135, and the copy was left in TMPDIR each time. The room a load needs
+    beside the copy is asked first: one line naming TMPDIR, nothing left there."""
+    write(workspace / "memory" / "tea.md", "# Tea\n\nSencha, then genmaicha.\n")
+    assert cli_process("index").returncode == 0
+    with small_tmpfs(tmp_path / "small", "8m") as small, read_only_view(state_dir, tmp_path / "ro") as view:
+        done = cli_process("search", "genmaicha", "--state-dir", str(view), env={"TMPDIR": str(small)})
+        assert done.returncode in (1, 2), (done.returncode, done.stderr)
+        assert "set TMPDIR to a folder with room" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert _copies(small) == set()

@@ -24,6 +24,7 @@ STATE_DB_COMPANION_NOT_A_FILE = "state-db-companion-not-a-file"
 STATE_DB_NEWER = "state-db-newer"
 STATE_DB_UNRELEASED = "state-db-unreleased"
 INDEX_DAMAGED = "index-damaged"
+INDEX_UNCHECKED = "index-unchecked"
 
 
 def _listing(found: list[tuple[str, str]]) -> str:
@@ -194,8 +195,13 @@ def _unreleased(db) -> list[Finding]:
     return []
 
 
-def damaged_index(settings: Settings) -> list[tuple[str, str]]:
-    """(shard, reason) for each shard of the agent that is damaged or does not hold what its manifest says."""
+def damaged_index(settings: Settings, unchecked: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
+    """(shard, reason) for each shard of the agent that is damaged or does not hold what its manifest says.
+
+    ``unchecked``: where given, a shard that cannot be checked now (out of memory, no room for its
+    copy where the state dir is mounted read-only) goes there with why, and the others are still
+    checked; else its error ends the whole check.
+    """
     from ..fsutil.setaside import not_a_folder
     from ..index.collections import resolve_collections
     from ..index.manifest import is_dirty, manifest_chunk_count
@@ -217,7 +223,13 @@ def damaged_index(settings: Settings) -> list[tuple[str, str]]:
             if not store.exists(c.name) and not os.path.isdir(shard):
                 continue
             expected = None if is_dirty(settings.data_dir, c.name) else manifest_chunk_count(settings.data_dir, c.name)
-            reason = store.check(c.name, expected, record=False)
+            try:
+                reason = store.check(c.name, expected, record=False)
+            except MemoryToolError as exc:
+                if unchecked is None:
+                    raise
+                unchecked.append((c.name, exc.message))
+                continue
             if reason is not None:
                 found.append((c.name, reason))
     finally:
@@ -226,20 +238,31 @@ def damaged_index(settings: Settings) -> list[tuple[str, str]]:
 
 
 def check_index_files(ctx: CheckContext) -> list[Finding]:
+    unchecked: list[tuple[str, str]] = []  # a shard that cannot be checked now: the others' findings still stand
     try:
-        found = damaged_index(ctx.settings)
+        found = damaged_index(ctx.settings, unchecked)
     except MemoryToolError:
         return []  # a busy or unreachable index is reported by the index checks
-    if not found:
-        return []
-    return [Finding(
-        INDEX_DAMAGED,
-        "warning",
-        f"The search index is damaged:\n{_listing(found)}\n"
-        "`openclaw-memory doctor --fix` rebuilds the damaged parts from the memory files (the memory files are not touched).",
-        True,
-        tuple(p for p, _ in found),
-    )]
+    findings = []
+    if found:
+        findings.append(Finding(
+            INDEX_DAMAGED,
+            "warning",
+            f"The search index is damaged:\n{_listing(found)}\n"
+            "`openclaw-memory doctor --fix` rebuilds the damaged parts from the memory files (the memory files are not touched).",
+            True,
+            tuple(p for p, _ in found),
+        ))
+    if unchecked:
+        findings.append(Finding(
+            INDEX_UNCHECKED,
+            "warning",
+            f"Part of the search index could not be checked:\n{_listing(unchecked)}\n"
+            "It is neither known sound nor damaged: do what each line says, then run `openclaw-memory doctor` again.",
+            False,
+            tuple(p for p, _ in unchecked),
+        ))
+    return findings
 
 
 CHECKS = [check_watchdog_files, check_database, check_index_files]

@@ -30,13 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...database import Database, is_read_only
-from ...errors import IndexDamaged, MemoryToolError, is_out_of_files, is_out_of_memory, out_of_files, out_of_memory
+from ...errors import DiskFull, IndexDamaged, MemoryToolError, is_out_of_files, is_out_of_memory, out_of_files, out_of_memory
 from ...fsutil.exchange import AT_FDCWD, exchange
 from ...fsutil.lock import FileLock, read_only_mount
 from ...fsutil.private import make_dirs
+from ...fsutil.space import free_bytes
 from ...fsutil.sparse import copy_sparse_tree
 from .base import AGENT_FIELD, PATH_FIELD, TERMS_FIELD, WaitCallback, folder_bytes
-from .edge_shard import EdgeShard, engine_config, ensure_room, is_engine_failure, load_engine
+from .edge_shard import LOAD_ROOM, EdgeShard, engine_config, ensure_room, is_engine_failure, load_engine
 from .view import ReadView
 
 if TYPE_CHECKING:
@@ -175,16 +176,19 @@ class EdgeStore:
         """
         return self._checked(name, expected, record=record)[0]
 
-    def _checked(self, name: str, expected: int | None, *, record: bool = True) -> tuple[str | None, int | None]:
+    def _checked(self, name: str, expected: int | None, *, record: bool = True,
+                 copy: Path | None = None) -> tuple[str | None, int | None]:
         """:meth:`damage`'s answer, and the points a sound shard holds (as recorded with the stat
-        its files still have, or as probed): a shard opened after it need not count them again."""
+        its files still have, or as probed): a shard opened after it need not count them again.
+        ``copy``: a private copy of the shard already made (a read-only state dir's), probed in
+        place of another one."""
         key = self._stat_key(name)
         recorded = self._recorded(name)
         if key is not None and recorded is not None and recorded[0] == key:
             if expected is None or recorded[1] == expected:
                 return None, recorded[1]
             return f"it holds {recorded[1]} points where its manifest lists {expected}", None
-        reason, count = self._probe(name, expected)
+        reason, count = self._probe(name, expected) if copy is None else self._probe_copy(name, copy, expected)
         if reason is None and record:
             # The stat the probe left: its load rewrites some of the engine's files, and the stat
             # taken before it would send every later command that opens no shard (a no-op
@@ -200,16 +204,24 @@ class EdgeStore:
             return self._probe_at(name, path, expected)
         # The engine's load writes to the folder it opens: in place on a read-only mount it fails
         # ("Read-only file system"), which says nothing of the shard. Probe what a search there
-        # loads, a private copy (see _load_copy), and name the shard, not the copy, in the reason.
+        # loads, a private copy (see _load_copy). A copy that does not fit in the temporary folder
+        # says so (MemoryToolError): the shard is not checked, not damaged.
         try:
             folder = self._copy_out(name, "checked")
         except OSError as exc:  # a file of the shard that cannot be read: the engine could not load it either
             return f"its files cannot be read ({exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''})", 0
         try:
-            reason, count = self._probe_at(name, folder / "shard", expected)
+            return self._probe_copy(name, folder / "shard", expected)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        return (reason.replace(str(folder / "shard"), str(path)) if reason is not None else None), count
+
+    def _probe_copy(self, name: str, copy: Path, expected: int | None) -> tuple[str | None, int]:
+        """:meth:`_probe_at` of a private copy of the shard ``name``, naming the shard, not the copy."""
+        try:
+            reason, count = self._probe_at(name, copy, expected)
+        except DiskFull:  # the engine's writes to the copy ran the temporary folder out (SIGBUS)
+            raise MemoryToolError(self._no_room(name, "checked")) from None
+        return (reason.replace(str(copy), str(self.shard_path(name))) if reason is not None else None), count
 
     def _probe_at(self, name: str, path: Path, expected: int | None) -> tuple[str | None, int]:
         """:meth:`_probe` of the shard ``name``'s files at ``path`` (its folder, or a copy of it)."""
@@ -557,14 +569,20 @@ class EdgeStore:
 
     def _load_copy(self, name: str):
         """The engine of a private copy of the shard ``name`` (the state dir is mounted read-only,
-        and the engine's load writes to the folder it opens), made under the shard's lock; the copy
-        is removed when the shard is closed. Its points are not known (nothing recorded them)."""
+        and the engine's load writes to the folder it opens), made under the shard's lock, its
+        vector dimension and the points it holds; the copy is removed when the shard is closed."""
         if not self.exists(name):
             raise MemoryToolError(f"index collection {name} does not exist yet, and the state dir ({self.root}) is "
                                   "mounted read-only: run `openclaw-memory index` where it can be written")
         folder = None
         try:
             folder = self._copy_out(name, "searched")
+            # Checked as the shard in place is: unless its files are those a process of ours recorded
+            # (a bind mount of the state dir it wrote: no probe), the copy is probed, digest and all,
+            # so that an older index restored there is refused, not quoted as this workspace's lines.
+            reason, count = self._checked(name, self._listed(name), record=False, copy=folder / "shard")
+            if reason is not None:
+                raise IndexDamaged(damaged_message(name, self.shard_path(name), reason))
             engine, dim = load_engine(folder / "shard")
         except BaseException as exc:
             if folder is not None:
@@ -578,7 +596,7 @@ class EdgeStore:
             raise MemoryToolError(f"index collection {name} at {self.shard_path(name)} cannot be opened ({exc}); "
                                   "rebuild it with `openclaw-memory index --full` where the state dir can be written") from None
         self._copies[name] = str(folder)
-        return engine, dim, None
+        return engine, dim, count
 
     def _copy_out(self, name: str, doing: str) -> Path:
         """A folder in the temporary folder holding a copy of the shard ``name`` as ``shard``, for
@@ -587,15 +605,24 @@ class EdgeStore:
 
         folder = Path(tempfile.mkdtemp(prefix=f"openclaw-memory-{name}-"))
         try:
+            # The engine writes to the files it loads (memory-mapped): where they overrun the folder
+            # the process dies of SIGBUS, leaving the copy. Room for the copy and a load's, first.
+            if free_bytes(folder) < folder_bytes(self.shard_path(name)) + LOAD_ROOM:
+                raise MemoryToolError(self._no_room(name, doing))
             copy_sparse_tree(self.shard_path(name), folder / "shard")
         except BaseException as exc:
             shutil.rmtree(folder, ignore_errors=True)
-            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-                raise MemoryToolError(f"index collection {name} cannot be {doing}: the state dir is mounted read-only, "
-                                      f"and its copy in the temporary folder ({tempfile.gettempdir()}) does not fit "
-                                      "there (set TMPDIR to a folder with room)") from None
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise MemoryToolError(self._no_room(name, doing)) from None
             raise
         return folder
+
+    def _no_room(self, name: str, doing: str) -> str:
+        import tempfile
+
+        return (f"index collection {name} cannot be {doing}: the state dir is mounted read-only, and its copy in the "
+                f"temporary folder ({tempfile.gettempdir()}) does not fit there with the room the engine needs to load "
+                f"it ({LOAD_ROOM >> 20} MiB more): set TMPDIR to a folder with room")
 
     def _listed(self, name: str) -> int | None:
         """The points the shard's manifest lists (None while a write to it is unfinished, or for a
