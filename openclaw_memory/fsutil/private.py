@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-from ..errors import StateDirError, StateDirUnsafe
+from ..errors import OutOfFiles, StateDirError, StateDirUnsafe, is_out_of_files, printable
 
 PRIVATE_UMASK = 0o077
 _user_umask: int | None = None  # the umask this process started with, while private_umask() holds
@@ -267,15 +267,27 @@ def close_tree(top: Path) -> None:
     """Every folder under ``top`` 0700, every other entry of ours 0600 (what a process with another
     umask left as that umask made it). Called once ``top`` itself is 0700: nothing in it can be swapped meanwhile."""
     euid = os.geteuid()
-    for _folder, dirs, files, fd in os.fwalk(top, follow_symlinks=False):
-        for name in dirs + files:
-            try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
-                if st.st_uid == euid and not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
-                    os.chmod(name, want, dir_fd=fd)
-            except OSError:
-                continue  # gone meanwhile, or not ours to change (root's file in a user's data dir)
+    # os.fwalk holds a descriptor per level, and passes over a folder it cannot open: out of
+    # descriptors, say so (a folder of ours left open to others, unsaid, and the rest of it unwalked).
+    try:
+        for _folder, dirs, files, fd in os.fwalk(top, follow_symlinks=False, onerror=lambda exc: _out_of_files(exc, top)):
+            for name in dirs + files:
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+                    if st.st_uid == euid and not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
+                        os.chmod(name, want, dir_fd=fd)
+                except OSError:
+                    continue  # gone meanwhile, or not ours to change (root's file in a user's data dir)
+    except OSError as exc:  # (Python 3.11's fwalk raises what its listing of a folder meets)
+        _out_of_files(exc, top)
+        raise
+
+
+def _out_of_files(exc: OSError, top: Path) -> None:
+    """close_tree's walk of ``top``: a folder it cannot open is passed over, but out of descriptors."""
+    if is_out_of_files(exc):
+        raise OutOfFiles(f"cannot close every folder in {printable(os.fspath(top))} to others") from None
 
 
 _KINDS = {stat.S_IFREG: "a file", stat.S_IFDIR: "a folder", stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO (named pipe)",

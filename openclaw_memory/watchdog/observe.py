@@ -21,6 +21,7 @@ import stat
 import time
 from dataclasses import dataclass
 
+from ..errors import OutOfFiles, is_out_of_files, printable
 from ..fsutil.hashing import digest_fd, hash_bytes
 from ..fsutil.safeopen import FILE_FLAGS as _OPEN_FLAGS
 
@@ -100,6 +101,8 @@ def observe(path: str, st: os.stat_result | None = None, *, dir_fd: int | None =
             if exc.errno == errno.ELOOP:  # became a symlink since the lstat
                 st = None
                 continue
+            if is_out_of_files(exc):  # a limit: "recorded without a hash" would read as a change at every look
+                raise OutOfFiles(f"cannot read {printable(path)}") from None
             return Observation(kind, st, None, time.time_ns(), f"cannot read: {exc.strerror}")
         try:
             before = os.fstat(fd)
