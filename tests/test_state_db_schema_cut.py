@@ -215,3 +215,23 @@ def test_a_cut_into_the_last_history_page_keeps_its_whole_pages_rows_and_invents
         assert re.fullmatch("[0-9a-f]{32}", row[3]) and row[4] > 0 and row[5] > 0, row
     plain = cli_process("doctor")
     assert "No problems found." in plain.stdout, plain.stdout + plain.stderr
+
+
+@pytest.mark.parametrize("short", [1, 20, 60])
+def test_a_file_cut_a_few_bytes_short_is_found_damaged(workspace, state_dir, cli_process, short):
+    """A state.db cut 1 to ~120 bytes short passed SQLite's quick_check: doctor said "No problems
+    found" while a history row read back altered (a time, an agent `ma\\x00\\x00`, a hash of NULs dated
+    1970). A file no whole number of its pages is damaged; --fix then keeps the whole pages' rows."""
+    write(workspace / "MEMORY.md", "# Memory\n")
+    for i in range(12):  # each its own process: the database's pages are in the file, not the WAL
+        assert cli_process("write", f"memory/n{i}.md", "--append", f"note {i} with some text to make rows", "--no-index").returncode == 0
+    db = _data_dir(state_dir) / "state.db"
+    os.truncate(db, db.stat().st_size - short)
+    found = cli_process("doctor", "--json")
+    assert [f["id"] for f in found.json()["findings"]] == ["state-db-damaged"], found.stdout
+    assert "no whole number of its 4096-byte pages" in found.stdout
+    assert cli_process("doctor", "--fix").returncode == 0
+    assert cli_process("doctor", "--json").json()["findings"] == []
+    for i in range(12):
+        logged = cli_process("history", f"memory/n{i}.md", "--json")
+        assert "\\u0000" not in logged.stdout and "1970-" not in logged.stdout, logged.stdout
