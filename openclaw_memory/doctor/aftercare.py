@@ -56,20 +56,15 @@ def refresh_watchdog(settings: Settings, rel_paths: list[str], started_from: dic
 def held_now(settings: Settings, rel_paths: list[str]) -> dict[str, str | None]:
     """What each workspace-relative path holds, as the watchdog hashes it (None: no regular file there):
     a repair's ``started_from`` (:func:`refresh_watchdog`), taken before it runs. Empty without a baseline."""
-    from ..watchdog.content import entry_folder
-    from ..watchdog.observe import KIND_FILE, observe
+    from ..watchdog.content import observe_entry
+    from ..watchdog.observe import KIND_FILE
     from ..watchdog.store import has_baseline
 
     if not has_baseline(settings):
         return {}
     held: dict[str, str | None] = {}
     for rel in rel_paths:
-        found = entry_folder(settings.workspace, rel)
-        obs = None
-        if found is not None:
-            folder, name = found
-            with folder:
-                obs = observe(name, dir_fd=folder.fd)
+        obs = observe_entry(settings.workspace, rel)
         there = obs is not None and not obs.gone and obs.kind == KIND_FILE and obs.digest is not None
         held[rel] = obs.digest.hex() if there and obs is not None and obs.digest is not None else None
     return held

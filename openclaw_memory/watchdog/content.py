@@ -17,7 +17,7 @@ from ..files.paths import LEGACY_ROOT, file_kind, is_memory_path
 from ..fsutil.safeopen import FILE_FLAGS, Folder
 from ..history.objects import ObjectStore
 from ..settings import Settings
-from .observe import KIND_FILE
+from .observe import KIND_FILE, Observation, observe
 from .store import SnapshotStore, Table
 
 
@@ -30,6 +30,17 @@ def entry_folder(workspace: Path, rel: str) -> tuple[Folder, str] | None:
         return Folder.under(workspace, parts[:-1]), parts[-1]
     except OSError:
         return None
+
+
+def observe_entry(workspace: Path, rel: str) -> Observation | None:
+    """What the watchdog sees at a workspace-relative ``rel`` (:func:`~.observe.observe`, from its
+    folder as :func:`entry_folder` opens it); None where that folder cannot be reached."""
+    found = entry_folder(workspace, rel)
+    if found is None:
+        return None
+    folder, name = found
+    with folder:
+        return observe(name, dir_fd=folder.fd)
 
 
 def is_memory_file(rel: str, multimodal: bool | tuple[str, ...]) -> bool:

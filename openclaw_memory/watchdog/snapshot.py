@@ -21,10 +21,10 @@ from ..fsutil.fsclock import guard_ns
 from ..settings import Settings
 from ..wire import key
 from .compare import Delta, compare_workspace, record_observation, rules_of
-from .content import entry_folder, keep_contents
+from .content import keep_contents, observe_entry
 from .gitstate import workspace_head
 from .ignore import workspace_patterns
-from .observe import KIND_DIR, KIND_FILE, observe
+from .observe import KIND_DIR, KIND_FILE
 from .store import HASHED, RACY, SnapshotDamaged, SnapshotStore, Table, validate_label
 
 
@@ -157,12 +157,7 @@ def refresh_baseline(settings: Settings, rel_paths: list[str], started_from: Map
         for rel in wanted:
             if rules.ignores_path(rel):
                 continue
-            found = entry_folder(settings.workspace, rel)
-            obs = None
-            if found is not None:
-                folder, name = found
-                with folder:
-                    obs = observe(name, dir_fd=folder.fd)
+            obs = observe_entry(settings.workspace, rel)
             there = obs is not None and not obs.gone and obs.kind != KIND_DIR
             if left is not None and rel in left:
                 mine = left[rel]
