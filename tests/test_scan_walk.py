@@ -11,6 +11,8 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from hypothesis import example, given, settings
@@ -140,13 +142,7 @@ def test_the_walk_lists_what_a_plain_reference_listing_lists(tree):
     """The memory folder and an extra folder (the hot path) and the same extra folder under a
     ``**`` pattern (every entry through ``_visit``) list what the reference lists, each real path
     once across sources."""
-    top = tempfile.mkdtemp()
-    try:
-        ws, extra, outside = (os.path.join(top, name) for name in ("ws", "extra", "outside"))
-        os.mkdir(ws)
-        build(outside, {"t.md": "file"}, outside)
-        build(os.path.join(ws, "memory"), tree, outside)
-        build(extra, tree, outside)
+    with _workspace_and_extra(tree) as (ws, extra):
         memory_expected = reference(ws, os.path.join(ws, "memory"), "memory")
         extra_expected = reference(ws, extra, "extra")
 
@@ -159,6 +155,20 @@ def test_the_walk_lists_what_a_plain_reference_listing_lists(tree):
         # The workspace again as an extra path, then the extra folder twice: nothing listed twice.
         again = scan_memory_files(ws, extra_paths=[ExtraPath(ws), ExtraPath(extra, "**"), ExtraPath(extra)])
         assert [dataclasses.astuple(f) for f in again.files] == memory_expected[0] + extra_expected[0]
+
+
+@contextmanager
+def _workspace_and_extra(tree) -> Iterator[tuple[str, str]]:
+    """A workspace whose memory folder is ``tree`` and an extra folder that is ``tree`` too, their
+    symlinks leading to a folder outside both; removed after."""
+    top = tempfile.mkdtemp()
+    try:
+        ws, extra, outside = (os.path.join(top, name) for name in ("ws", "extra", "outside"))
+        os.mkdir(ws)
+        build(outside, {"t.md": "file"}, outside)
+        build(os.path.join(ws, "memory"), tree, outside)
+        build(extra, tree, outside)
+        yield ws, extra
     finally:
         shutil.rmtree(top)
 
@@ -177,13 +187,7 @@ def test_a_walk_holding_one_folder_lists_what_one_holding_every_folder_lists(tre
     what it lists holding them all, the memory folder and an extra folder under a ``**`` pattern."""
     from unittest import mock
 
-    top = tempfile.mkdtemp()
-    try:
-        ws, extra, outside = (os.path.join(top, name) for name in ("ws", "extra", "outside"))
-        os.mkdir(ws)
-        build(outside, {"t.md": "file"}, outside)
-        build(os.path.join(ws, "memory"), tree, outside)
-        build(extra, tree, outside)
+    with _workspace_and_extra(tree) as (ws, extra):
         extras = [ExtraPath(extra, "**")]
         with mock.patch.object(scan, "HELD_FOLDERS", 1000):
             every = scan_memory_files(ws, extra_paths=extras)
@@ -191,8 +195,6 @@ def test_a_walk_holding_one_folder_lists_what_one_holding_every_folder_lists(tre
             one = scan_memory_files(ws, extra_paths=extras)
         assert [dataclasses.astuple(f) for f in one.files] == [dataclasses.astuple(f) for f in every.files]
         assert one.skipped == every.skipped and one.folders == every.folders
-    finally:
-        shutil.rmtree(top)
 
 
 class Counted:
