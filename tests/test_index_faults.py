@@ -345,3 +345,22 @@ def test_a_killed_first_index_is_no_index_still_in_use(workspace, state_dir):
         assert not _has_index(settings, store)
     finally:
         store.close()
+
+
+def test_a_killed_first_index_embedded_another_way_lends_no_vector(workspace, state_dir, cli, monkeypatch):
+    """A first index killed under one embedder and resumed under another (the hash backend, then the
+    model) lent the killed run's vectors: 256 of 300 chunks kept hash vectors under the model's
+    fingerprint, a note's own first line found other notes first, and doctor found nothing. The
+    leftover is removed and every chunk embedded by the embedder of the run that finishes it (here
+    the hash embedder made another, its vectors reversed)."""
+    from openclaw_memory.index.hash_embedding import HashEmbedder
+
+    _many_notes(workspace, 40)
+    _killed_first_index(workspace, state_dir, 3)
+    real = HashEmbedder.encode
+    monkeypatch.setattr(HashEmbedder, "encode", lambda self, texts, batch_size=32: real(self, texts, batch_size)[:, ::-1])
+    result = cli("index", "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.json()["chunksReused"] == 0, result.stdout
+    assert "embedded another way" in result.stderr + result.stdout
+    assert cli("doctor").returncode == 0

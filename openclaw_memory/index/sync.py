@@ -42,7 +42,7 @@ from .. import faults
 from ..bulk import gc_paused
 from ..database import Database
 from ..database.observations import Observations, TextCheck
-from ..errors import DiskFull, no_inode_left, printable
+from ..errors import DiskFull, MemoryToolError, no_inode_left, printable
 from ..files.scan import MemoryFile, scan_paths, scan_workspace
 from ..fsutil.fsclock import guard_ns
 from ..fsutil.space import free_bytes
@@ -130,6 +130,11 @@ class _Changed:
     hash: str
     points: list[tuple[str, str]]  # (point id, chunk hash), in file order
     chunks: list | None  # the chunks themselves until they are written (then None: memory stays bounded)
+
+
+# The cosine at or above which a point's stored vector is the one this run's embedder gives its text
+# (the same model and backend agree to rounding; another backend or model is far below it).
+_SAME_VECTOR = 0.99
 
 
 @dataclass
@@ -292,6 +297,8 @@ class _Sync:
             self.store.discard_stages(c.name)  # left by a killed run; we hold the agent's lock
             if olds[c.name] is None and self.store.exists(c.name):
                 self._drop_leftover_unless_it_fits(c.name, full)
+            if olds[c.name] is None and self.store.exists(c.name) and not full:
+                self._drop_leftover_embedded_otherwise(c.name)
         fresh: set[str] = set()
         if full:
             fresh = {c.name for c in collections if self.store.exists(c.name)}
@@ -416,6 +423,35 @@ class _Sync:
         if not full:
             self.notes.append(f"{name}: an interrupted first index left {_mib(left)} the disk has no room to resume "
                               "beside: removed it and started again")
+
+    def _drop_leftover_embedded_otherwise(self, name: str) -> None:
+        """A shard no manifest vouches for lends its points' vectors to the run that resumes it, but
+        nothing records how the killed run embedded them: one killed under the hash backend, resumed
+        with the model, gave 256 of its 300 chunks hash vectors under the model's fingerprint (a
+        note's own first line found other notes first; doctor found nothing). One of its points is
+        embedded again now; where that vector is not the one it holds, the leftover is removed and
+        the build starts from an empty shard."""
+        try:
+            with self.store.open(name, keep=False) as shard:
+                first = next(iter(shard.scroll([TEXT_FIELD])), None)
+                held = shard.retrieve([first.id], with_vector=True) if first is not None else []
+        except MemoryToolError:
+            return  # a shard that does not open: the damage check that follows drops it
+        text = first.payload.get(TEXT_FIELD) if first is not None else None
+        if not held or held[0].vector is None or not isinstance(text, str):
+            return  # nothing to lend
+        if not self.models.loaded:
+            self._report("model")
+        (again,) = self.models.embedder.encode([text])
+        stored = held[0].vector
+        dot = sum(a * b for a, b in zip(again, stored, strict=False))
+        norms = (sum(a * a for a in again) * sum(b * b for b in stored)) ** 0.5
+        if norms and dot / norms >= _SAME_VECTOR:
+            return
+        with self._committing():
+            self.store.drop(name)
+        self.notes.append(f"{name}: an interrupted first index was embedded another way (another model or backend): "
+                          "removed it and started again")
 
     def _check_fingerprints(self, collections, olds: dict, fresh: set[str]) -> dict:
         result = dict(olds)
