@@ -6,6 +6,8 @@ what to do, never a traceback (plain `doctor` reports it too), and nothing in it
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -190,6 +192,17 @@ def test_plain_doctor_checks_the_index_of_a_released_database_it_does_not_migrat
     assert [(f["id"], f["paths"]) for f in stale] == [("index-stale", ["memory/a.md"])]
 
 
+@contextmanager
+def _links_as_left(workspace, state_dir, note: bytes) -> Iterator[tuple[sqlite3.Connection, bytes]]:
+    """The state database opened as a plain SQLite file, to put its link table back as an earlier
+    parser left it: a connection, and the ``link_files`` path of the note whose path ends in ``note``."""
+    data_dir = settings_for(workspace, state_dir).data_dir
+    forget_connections()
+    with sqlite3.connect(data_dir / "state.db") as conn:
+        (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(note)]
+        yield conn, source
+
+
 def test_a_schema_7_database_parses_every_note_anew_for_its_links(workspace, state_dir, cli):
     """Schema 8 from 7: the link table is emptied once (the parser came to read a fence in a block
     quote as code). Kept, an unchanged note's old parse stayed: a link in quoted code was a
@@ -197,17 +210,14 @@ def test_a_schema_7_database_parses_every_note_anew_for_its_links(workspace, sta
     write(workspace / "MEMORY.md", "# Memory\n> ```\n> [[heron]]\n> ```\n")
     write(workspace / "memory" / "heron.md", "# Heron\n")
     assert cli("links", "memory/heron.md", "--json").json()["backlinks"] == []
-    data_dir = settings_for(workspace, state_dir).data_dir
-    forget_connections()
-    with sqlite3.connect(data_dir / "state.db") as conn:  # the parse an earlier parser left, schema 7
-        (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/MEMORY.md")]
+    with _links_as_left(workspace, state_dir, b"/MEMORY.md") as (conn, source):  # the parse an earlier parser left, schema 7
         conn.execute("INSERT INTO links VALUES (?, 0, 3, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
         conn.execute("ALTER TABLE versions DROP COLUMN moved_from")  # (step 9's)
         conn.execute("ALTER TABLE versions DROP COLUMN arrived")  # (step 11's)
         _drop_steps_from_12(conn)
         conn.execute("PRAGMA user_version = 7")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
-    assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
+    assert _version(settings_for(workspace, state_dir).data_dir / "state.db") == schema.SCHEMA_VERSION
 
 
 def test_a_schema_9_database_parses_every_note_anew_for_its_links(workspace, state_dir, cli):
@@ -217,16 +227,13 @@ def test_a_schema_9_database_parses_every_note_anew_for_its_links(workspace, sta
     write(workspace / "MEMORY.md", "# Memory\n<!-- [[heron]] -->\n")
     write(workspace / "memory" / "heron.md", "# Heron\n")
     assert cli("links", "memory/heron.md", "--json").json()["backlinks"] == []
-    data_dir = settings_for(workspace, state_dir).data_dir
-    forget_connections()
-    with sqlite3.connect(data_dir / "state.db") as conn:  # the parse the parser of schema 9 left
-        (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/MEMORY.md")]
+    with _links_as_left(workspace, state_dir, b"/MEMORY.md") as (conn, source):  # the parse the parser of schema 9 left
         conn.execute("INSERT INTO links VALUES (?, 0, 2, 'wiki', 'heron', NULL, '[[heron]]')", (source,))
         conn.execute("ALTER TABLE versions DROP COLUMN arrived")  # (step 11's)
         _drop_steps_from_12(conn)
         conn.execute("PRAGMA user_version = 9")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == []
-    assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
+    assert _version(settings_for(workspace, state_dir).data_dir / "state.db") == schema.SCHEMA_VERSION
 
 
 def test_a_schema_14_database_parses_every_note_anew_for_its_links(workspace, state_dir, cli):
@@ -237,16 +244,13 @@ def test_a_schema_14_database_parses_every_note_anew_for_its_links(workspace, st
     write(workspace / "memory" / "people" / "alice.md", "[h]: ../heron.md\n")
     write(workspace / "memory" / "heron.md", "# Heron\n")
     assert [b["form"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == ["markdown"]
-    data_dir = settings_for(workspace, state_dir).data_dir
-    forget_connections()
-    with sqlite3.connect(data_dir / "state.db") as conn:  # the parse the parser of schema 14 left
-        (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/alice.md")]
+    with _links_as_left(workspace, state_dir, b"/alice.md") as (conn, source):  # the parse the parser of schema 14 left
         conn.execute("UPDATE links SET form = 'mention', text = '../heron.md' WHERE source = ?", (source,))
         _drop_step_16(conn)
         conn.execute("PRAGMA user_version = 14")
     assert [(b["form"], b["text"]) for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == [
         ("markdown", "[h]: ../heron.md")]
-    assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
+    assert _version(settings_for(workspace, state_dir).data_dir / "state.db") == schema.SCHEMA_VERSION
 
 
 def test_a_schema_17_database_parses_every_note_anew_for_its_links(workspace, state_dir, cli):
@@ -256,16 +260,13 @@ def test_a_schema_17_database_parses_every_note_anew_for_its_links(workspace, st
     write(workspace / "memory" / "team.md", "The [see [inner](heron.md) more](other.md) page.\n")
     write(workspace / "memory" / "heron.md", "# Heron\n")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == ["[inner](heron.md)"]
-    data_dir = settings_for(workspace, state_dir).data_dir
-    forget_connections()
-    with sqlite3.connect(data_dir / "state.db") as conn:  # the parse the parser of schema 17 left
-        (source,) = [p for (p,) in conn.execute("SELECT path FROM link_files") if p.endswith(b"/team.md")]
+    with _links_as_left(workspace, state_dir, b"/team.md") as (conn, source):  # the parse the parser of schema 17 left
         conn.execute("DELETE FROM links WHERE source = ?", (source,))
         conn.execute("INSERT INTO links VALUES (?, 0, 1, 'markdown', 'other.md', NULL, "
                      "'[see [inner](heron.md) more](other.md)')", (source,))
         conn.execute("PRAGMA user_version = 17")
     assert [b["text"] for b in cli("links", "memory/heron.md", "--json").json()["backlinks"]] == ["[inner](heron.md)"]
-    assert _version(data_dir / "state.db") == schema.SCHEMA_VERSION
+    assert _version(settings_for(workspace, state_dir).data_dir / "state.db") == schema.SCHEMA_VERSION
 
 
 def test_a_schema_8_database_keeps_its_moves_and_names_the_source_of_each_move_from_then_on(tmp_path):
