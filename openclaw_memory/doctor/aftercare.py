@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from .. import faults
@@ -53,6 +53,14 @@ def refresh_watchdog(settings: Settings, rel_paths: list[str], started_from: dic
     return note
 
 
+def inside_workspace(workspace: str, paths: Iterable[str]) -> list[str]:
+    """The workspace-relative form of each of ``paths`` (absolute) inside the workspace, sorted, once
+    each: a repair's paths for :func:`held_now` and :func:`refresh_watchdog` (an extra path's are
+    outside the watchdog's baseline; a name like ``..x`` is inside)."""
+    rels = (os.path.relpath(p, workspace) for p in paths)
+    return sorted({r for r in rels if r != os.curdir and r != os.pardir and not r.startswith(os.pardir + os.sep)})
+
+
 def held_now(settings: Settings, rel_paths: list[str]) -> dict[str, str | None]:
     """What each workspace-relative path holds, as the watchdog hashes it (None: no regular file there):
     a repair's ``started_from`` (:func:`refresh_watchdog`), taken before it runs. Empty without a baseline."""
@@ -65,7 +73,7 @@ def held_now(settings: Settings, rel_paths: list[str]) -> dict[str, str | None]:
     held: dict[str, str | None] = {}
     for rel in rel_paths:
         obs = observe_entry(settings.workspace, rel)
-        there = obs is not None and not obs.gone and obs.kind == KIND_FILE and obs.digest is not None
+        there = obs is not None and not obs.gone and obs.kind == KIND_FILE
         held[rel] = obs.digest.hex() if there and obs is not None and obs.digest is not None else None
     return held
 

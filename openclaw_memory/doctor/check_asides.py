@@ -25,7 +25,7 @@ from ..fsutil.move import ASIDE_TAG, aside_prefix, link_noreplace, remove_if_hol
 from ..fsutil.safeopen import Folder, FolderSwapped, NotRegularFile, open_regular_nofollow, root_spellings
 from ..history.store import HistoryStore
 from ..settings import Settings
-from .aftercare import held_now, refresh_watchdog
+from .aftercare import held_now, inside_workspace, refresh_watchdog
 from .model import CheckContext, Finding, Repair, RepairSpec
 
 ID = "move-leftovers"
@@ -152,8 +152,7 @@ def give_names_back(settings: Settings, finding: Finding) -> Repair:
         found = asides(settings, folders)
         # Each name it gives back, and each private name it empties, is the repair's change, not one
         # behind the agent's back: the watchdog's baseline takes them (an extra path is outside it).
-        touched = sorted({r for aside, of in found for r in (os.path.relpath(p, workspace) for p in (aside, of) if p)
-                          if not r.startswith(os.pardir)})
+        touched = inside_workspace(workspace, (p for aside, of in found for p in (aside, of) if p))
         started = held_now(settings, touched)
         for aside, of in found:
             shown = os.path.relpath(aside, workspace)

@@ -83,6 +83,8 @@ def _touched(settings: Settings) -> tuple[list[str], list[str]]:
         return [], []
     if op is None or op.op == IMPORT_OP:
         return [], []
+    from .aftercare import inside_workspace
+
     workspace = str(settings.workspace)
     names = [p for p in (op.path, op.target) if p]
     asides = []
@@ -92,12 +94,7 @@ def _touched(settings: Settings) -> tuple[list[str], list[str]]:
         except OSError:
             continue  # its folder is gone: nothing of it to record
     linking = [b[0] for b in op.links or () if isinstance(b, list) and b and isinstance(b[0], str)]
-
-    def inside(paths: list[str]) -> list[str]:
-        rels = (os.path.relpath(p, workspace) for p in paths)
-        return sorted({r for r in rels if r != os.curdir and not r.startswith(os.pardir)})
-
-    return inside(names + asides + linking), inside(asides)
+    return inside_workspace(workspace, names + asides + linking), inside_workspace(workspace, asides)
 
 
 def finish_move(settings: Settings, finding: Finding) -> Repair:
