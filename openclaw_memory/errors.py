@@ -481,6 +481,16 @@ def out_of_memory() -> str:
     return f"out of memory (the address space is limited to {soft / (1 << 20):.0f} MiB: raise it with `ulimit -v`)"
 
 
+
+def limit_reached(exc: BaseException) -> str | None:
+    """What to say where ``exc`` is a limit of this process, not damage (descriptors or memory run
+    out: a rebuild meets it again), or None: one wording for every place the engine opens a shard."""
+    if is_out_of_files(exc):
+        return out_of_files()
+    if is_out_of_memory(exc):
+        return out_of_memory()
+    return None
+
 def disk_full(exc: OSError, where: str, outcome: str = "nothing was changed", *, folder: str | os.PathLike[str] | None = None) -> DiskFull:
     """The message for a write that ran out of space in ``where`` (a folder the user can find);
     ``folder``, where known, is looked at for inodes: out of them, the disk has space and "full" misleads."""

@@ -122,6 +122,16 @@ _NOT_OURS = frozenset({errno.EPERM, errno.EACCES, errno.E2BIG, errno.ERANGE, err
 Xattrs = Sequence[tuple[str, bytes]]
 
 
+def read_acl(fd: int) -> bytes | None:
+    """The POSIX ACL of the file open on ``fd`` (None: none, or none on this file system)."""
+    try:
+        return os.getxattr(fd, ACL_ACCESS)
+    except OSError as exc:
+        if exc.errno in _NO_XATTRS | {errno.ENODATA}:
+            return None
+        raise
+
+
 def read_xattrs(fd: int) -> tuple[tuple[str, bytes], ...]:
     """Every extended attribute of the file open on ``fd``, its POSIX ACL (:data:`ACL_ACCESS`)
     included: what a file replacing it gets (:func:`write_temp_beside`). Empty where the file system

@@ -28,13 +28,12 @@ caller then tries again, with the mode as it is now, or is blocked, as after a s
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 from typing import NamedTuple
 
 from .. import faults
-from ..fsutil.atomic import ACL_ACCESS
+from ..fsutil.atomic import ACL_ACCESS, read_acl
 from ..fsutil.exchange import exchange
 from ..fsutil.move import Lease
 from ..fsutil.safeopen import Folder, NotRegularFile
@@ -51,16 +50,6 @@ class Taken(NamedTuple):
 
     fd: int
     version: FileVersion
-
-
-def _acl(fd: int) -> bytes | None:
-    """The POSIX ACL of the file open on ``fd`` (None: none, or none on this file system)."""
-    try:
-        return os.getxattr(fd, ACL_ACCESS)
-    except OSError as exc:
-        if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS):
-            return None
-        raise
 
 
 def _identity(st: os.stat_result) -> tuple[int, int]:
@@ -157,7 +146,7 @@ class Swap:
             return False
         if self.copied.xattrs is None:  # (not read: the temp kept what it was created with)
             return True
-        return _acl(fd) == next((value for name, value in self.copied.xattrs if name == ACL_ACCESS), None)
+        return read_acl(fd) == next((value for name, value in self.copied.xattrs if name == ACL_ACCESS), None)
 
     def _at_tmp(self) -> tuple[int, int]:
         return _identity(self.folder.lstat(self.tmp))

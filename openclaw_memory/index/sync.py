@@ -297,8 +297,8 @@ class _Sync:
             self.store.discard_stages(c.name)  # left by a killed run; we hold the agent's lock
             if olds[c.name] is None and self.store.exists(c.name):
                 self._drop_leftover_unless_it_fits(c.name, full)
-            if olds[c.name] is None and self.store.exists(c.name) and not full:
-                self._drop_leftover_embedded_otherwise(c.name)
+                if self.store.exists(c.name) and not full:  # kept to resume: its vectors must be this run's
+                    self._drop_leftover_embedded_otherwise(c.name)
         fresh: set[str] = set()
         if full:
             fresh = {c.name for c in collections if self.store.exists(c.name)}

@@ -320,7 +320,8 @@ class _Lines:
 
         def refuse(line: str, exc: Exception, *, code: int | None = None, reason: str | None = None) -> None:
             refusal = self.wire.refusal(line, exc, code=code, reason=reason)
-            self._put(None, len(refusal), refusal)
+            if refusal:  # a notification's is nothing: nothing to queue and write
+                self._put(None, len(refusal), refusal)
 
         try:
             while True:

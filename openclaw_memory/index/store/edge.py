@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...database import Database, is_read_only
-from ...errors import DiskFull, IndexDamaged, MemoryToolError, is_out_of_files, is_out_of_memory, out_of_files, out_of_memory
+from ...errors import DiskFull, IndexDamaged, MemoryToolError, is_out_of_memory, limit_reached, out_of_memory
 from ...fsutil.exchange import AT_FDCWD, exchange
 from ...fsutil.lock import FileLock, read_only_mount
 from ...fsutil.private import make_dirs
@@ -554,10 +554,8 @@ class EdgeStore:
         except BaseException as exc:  # the engine's wording: an Exception, or pyo3's PanicException (a BaseException)
             if not is_engine_failure(exc):
                 raise
-            if is_out_of_files(exc):  # no damage: a rebuild would run out the same way
-                raise MemoryToolError(f"index collection {name} cannot be opened: {out_of_files()}") from None
-            if is_out_of_memory(exc):  # nor here: a brand-new shard's open failed so under `prlimit --as`
-                raise MemoryToolError(f"index collection {name} cannot be opened: {out_of_memory()}") from None
+            if (limit := limit_reached(exc)) is not None:  # no damage: a rebuild would meet it again
+                raise MemoryToolError(f"index collection {name} cannot be opened: {limit}") from None
             if "WouldBlock" in str(exc):
                 raise MemoryToolError(
                     f"index collection {name} is open in another process that does not use openclaw-memory's lock; "
@@ -591,8 +589,8 @@ class EdgeStore:
                 raise
             if not is_engine_failure(exc):
                 raise
-            if is_out_of_memory(exc):
-                raise MemoryToolError(f"index collection {name} cannot be opened: {out_of_memory()}") from None
+            if (limit := limit_reached(exc)) is not None:
+                raise MemoryToolError(f"index collection {name} cannot be opened: {limit}") from None
             raise MemoryToolError(f"index collection {name} at {self.shard_path(name)} cannot be opened ({exc}); "
                                   "rebuild it with `openclaw-memory index --full` where the state dir can be written") from None
         self._copies[name] = str(folder)

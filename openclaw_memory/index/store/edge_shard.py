@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...errors import DiskFull, MemoryToolError, is_out_of_memory, out_of_memory
+from ...errors import DiskFull, MemoryToolError, limit_reached
 from ...fsutil.space import free_bytes
 from .base import BATCH, DENSE, PATH_FIELD, Hit, PointData, scroll_all
 from .view import ReadView
@@ -219,9 +219,9 @@ class EdgeShard:
             self._engine = None
             if not is_engine_failure(exc):
                 raise
-            if is_out_of_memory(exc):
+            if (limit := limit_reached(exc)) is not None:
                 raise MemoryToolError(f"index collection {self.name} could not be reopened after its optimize: "
-                                      f"{out_of_memory()}") from None
+                                      f"{limit}") from None
             # the shard is closed and whole on disk
             raise MemoryToolError(
                 f"index collection {self.name} could not be reopened after its optimize ({exc}); "
