@@ -534,8 +534,7 @@ def _blank_cut_page(fh: BinaryIO) -> None:
     length = os.fstat(fh.fileno()).st_size
     if len(head) < _HEADER or not _page_size_sound(head):
         return  # no page size to tell a page by: SQLite does not open it either
-    page_size = int.from_bytes(head[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
+    page_size = _page_size(head)
     start = max(length - length % page_size, _HEADER)
     if length % page_size and start < length:
         fh.seek(start)
@@ -601,22 +600,32 @@ _PAD_LIMIT = 64 << 20  # the most zeros added to a cut file beyond its own lengt
 
 def declared_length(path: str | os.PathLike[str]) -> int | None:
     """The length the database file's header declares (its page count × its page size), or None
-    where the header does not say it reliably: a page size that is not a power of two from 512 to
-    65536, or an in-header page count SQLite itself would not trust (zero, or its "version valid
-    for" number not the file's change counter)."""
+    where the header does not say it reliably (:func:`_declared`)."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(100)
+            head = fh.read(_HEADER)
     except OSError:
         return None
-    if len(head) < 100:
+    return _declared(head)
+
+
+def _declared(head: bytes) -> int | None:
+    """:func:`declared_length` of a file's first bytes: None where they are no whole header, its
+    page size is not a power of two from 512 to 65536, or its in-header page count is one SQLite
+    itself would not trust (zero, or its "version valid for" number not the file's change counter)."""
+    if len(head) < _HEADER:
         return None
-    page_size = int.from_bytes(head[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
+    page_size = _page_size(head)
     pages = int.from_bytes(head[28:32], "big")
     if page_size < 512 or page_size & (page_size - 1) or pages == 0 or head[24:28] != head[92:96]:
         return None
     return pages * page_size
+
+
+def _page_size(head: bytes) -> int:
+    """The page size a header gives (its 1 is 65536)."""
+    size = int.from_bytes(head[16:18], "big")
+    return 65536 if size == 1 else size
 
 
 def _cut_mid_page(path: str | os.PathLike[str]) -> str | None:
@@ -624,19 +633,15 @@ def _cut_mid_page(path: str | os.PathLike[str]) -> str | None:
     SQLite writes its file a whole page at a time, so such a file was cut (a copy or a write cut
     short), and SQLite reads the missing part of its last page as zeros: a cut of 60 bytes passed
     `quick_check` while a history row read back as NULs dated 1970 (a repair blanks that page)."""
-    declared = declared_length(path)
-    if declared is None:
-        return None
     try:
         with open(path, "rb") as fh:
-            head = fh.read(18)
-        size = os.stat(path).st_size
+            head = fh.read(_HEADER)
+            size = os.fstat(fh.fileno()).st_size
     except OSError:
         return None
-    page_size = int.from_bytes(head[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    if size % page_size == 0:
+    if _declared(head) is None or size % _page_size(head) == 0:
         return None
+    page_size = _page_size(head)
     return (f"the file is {size} bytes, no whole number of its {page_size}-byte pages: it was cut part way into "
             f"page {size // page_size + 1}, whose rows read as zeros")
 
@@ -683,8 +688,7 @@ def _schema_made_again(copy: Path, scratch: Path) -> str:
     try:
         with open(copy, "rb") as start:
             head = start.read(100)
-        page_size = int.from_bytes(head[16:18], "big")
-        page_size = 65536 if page_size == 1 else page_size
+        page_size = _page_size(head)
         if len(head) < 100 or page_size < 512 or page_size & (page_size - 1) or head[20] != 0:
             return ""
         fresh = _fresh_database(scratch / "fresh", page_size)
