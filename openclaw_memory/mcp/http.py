@@ -234,7 +234,7 @@ class _SessionBounds:
     async def __call__(self, scope, receive, send):
         version = _header(scope, b"mcp-protocol-version") if scope["type"] == "http" else None
         if (scope["type"] != "http" or scope.get("path") != "/mcp"
-                or (version is not None and _unsupported_version(version.decode("latin-1")))):
+                or (version is not None and _version_refused(version.decode("latin-1"), in_session=True))):
             await self.app(scope, receive, send)  # not the SDK's sessions (its sessionless protocol: it opens none)
             return
         sid = _header(scope, b"mcp-session-id")
@@ -441,7 +441,7 @@ class _OneRequestPerId:
             return
         if scope.get("method") != "POST":
             version = _header(scope, b"mcp-protocol-version")
-            unsupported = _unsupported_version(version.decode("latin-1")) if version is not None else None
+            unsupported = _version_refused(version.decode("latin-1"), in_session=True) if version is not None else None
             if unsupported is not None and _header(scope, b"mcp-session-id"):
                 await _answer(send, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": unsupported}},
                               status=400)
@@ -449,20 +449,14 @@ class _OneRequestPerId:
             await self.app(scope, receive, send)
             return
         sid = _header(scope, b"mcp-session-id")
-        if not sid:  # no session yet (an initialize) or stateless: nothing to share an id with
-            version = _header(scope, b"mcp-protocol-version")
-            unknown = _unknown_version(version.decode("latin-1")) if version is not None else None
-            if unknown is None:
-                await self.app(scope, receive, send)
-                return
-            message = await receive()
-            try:
-                parsed = json.loads(message.get("body", b""))
-            except (ValueError, RecursionError):
-                parsed = None
-            asked_id = parsed.get("id") if isinstance(parsed, dict) and has_request_id(parsed) else None
-            await _answer(send, {"jsonrpc": "2.0", "id": asked_id, "error": {"code": -32600, "message": unknown}},
-                          status=400)
+        header = _header(scope, b"mcp-protocol-version")
+        # The protocol version the client agreed on (it sends it on every request after initialize;
+        # without it, the spec says to assume 2025-03-26): its methods' params are checked against it.
+        version = (header or b"2025-03-26").decode("latin-1")
+        unsupported = _version_refused(version, in_session=True) if sid else (
+            _version_refused(version, in_session=False) if header is not None else None)
+        if not sid and unsupported is None:  # an initialize or stateless: no id in flight to share
+            await self.app(scope, receive, send)
             return
         message = await receive()  # the whole body, in one message (BoundedBody, outside this)
         data = message.get("body", b"")
@@ -470,10 +464,6 @@ class _OneRequestPerId:
             parsed = json.loads(data)
         except (ValueError, RecursionError):
             parsed = _UNREADABLE  # the SDK's own parse error says it
-        # The protocol version the client agreed on (it sends it on every request after initialize;
-        # without it, the spec says to assume 2025-03-26): its methods' params are checked against it.
-        version = (_header(scope, b"mcp-protocol-version") or b"2025-03-26").decode("latin-1")
-        unsupported = _unsupported_version(version)
         if unsupported is not None:
             asked_id = parsed.get("id") if isinstance(parsed, dict) and has_request_id(parsed) else None
             await _answer(send, {"jsonrpc": "2.0", "id": asked_id, "error": {"code": -32600, "message": unsupported}},
@@ -543,30 +533,20 @@ async def _answer(send, error: dict, status: int = 200) -> None:
     await send({"type": "http.response.body", "body": json.dumps(error).encode("utf-8")})
 
 
-def _unsupported_version(version: str) -> str | None:
-    """Why a session's request with ``MCP-Protocol-Version: version`` is refused (400, as the spec
-    says); None for a version a session can have agreed on. The SDK took any other for its sessionless
-    protocol's and refused the call in that one's terms (``params._meta must be an object carrying the
-    required 'io.modelcontextprotocol/protocolVersion' ... envelope keys``)."""
-    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+def _version_refused(version: str, in_session: bool) -> str | None:
+    """Why a request with ``MCP-Protocol-Version: version`` is refused (400, as the spec says), or
+    None: in a session, a version initialize can have agreed on; outside one (an initialize, or the
+    SDK's sessionless protocol), any version the SDK speaks. The SDK took any other for its
+    sessionless protocol's and refused the request in that one's terms (``params._meta must be an
+    object carrying the required 'io.modelcontextprotocol/protocolVersion' ... envelope keys``), even
+    an initialize."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 
-    if version in HANDSHAKE_PROTOCOL_VERSIONS:
+    allowed = HANDSHAKE_PROTOCOL_VERSIONS if in_session else KNOWN_PROTOCOL_VERSIONS
+    if version in allowed:
         return None
-    return (f"MCP-Protocol-Version {json.dumps(version[:64])} is not supported "
-            f"({', '.join(reversed(HANDSHAKE_PROTOCOL_VERSIONS))}): send the version initialize agreed on")
-
-
-def _unknown_version(version: str) -> str | None:
-    """Why a request outside any session (an initialize, or the sessionless protocol's) with
-    ``MCP-Protocol-Version: version`` is refused; None for a version the SDK speaks. The SDK took an
-    unknown one for its sessionless protocol's and refused even an initialize in that one's terms
-    (``params._meta must be an object carrying ... envelope keys``)."""
-    from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
-
-    if version in KNOWN_PROTOCOL_VERSIONS:
-        return None
-    return (f"MCP-Protocol-Version {json.dumps(version[:64])} is not supported "
-            f"({', '.join(reversed(KNOWN_PROTOCOL_VERSIONS))}): send initialize without it, or one of these")
+    hint = "send the version initialize agreed on" if in_session else "send initialize without it, or one of these"
+    return f"MCP-Protocol-Version {json.dumps(version[:64])} is not supported ({', '.join(reversed(allowed))}): {hint}"
 
 
 _UNREADABLE = object()  # a body that is not JSON
