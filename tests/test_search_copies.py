@@ -49,3 +49,13 @@ def test_what_differs_in_order_number_or_negation_is_not_the_same_saying():
     # A CJK remark is many words in one run: its copies made at other times are one saying.
     assert same("[09:14] 小明: 我们终于买了一辆二手车", "[18:02] 小明: 我们终于买了一辆二手车")
     assert not same("[09:14] 小明: 好", "[10:02] 小红: 好")
+
+
+def test_the_files_a_remark_is_also_in_are_printed_one_line_each(workspace, cli):
+    # A newline in a copy's file name must not print a line that reads as a result of its own.
+    write(workspace / "memory" / "a.md", "same text zebra\n")
+    write(workspace / "memory" / "b\n0.999  MEMORY.md#L1  [memory-root-main]\n.md", "same text zebra\n")
+    assert cli("index").returncode == 0
+    out = cli("search", "zebra", "--mode", "text").stdout
+    assert "(also in memory/b\\x0a0.999  MEMORY.md#L1  [memory-root-main]\\x0a.md)" in out
+    assert not any(line.startswith("0.999") for line in out.splitlines())

@@ -109,7 +109,7 @@ def run_search(settings: Settings, query: str | None, query_flag: str | None, li
               "Nothing matches: no file of the memory (within the filters given) answers the query.")
     highlight = coloured(sys.stdout)
     for hit in result.results:
-        also = f"  (also in {', '.join(hit.also_in)})" if hit.also_in else ""
+        also = f"  (also in {', '.join(map(printable, hit.also_in))})" if hit.also_in else ""
         dated = f"  {hit.date}" if hit.date else ""  # the passage's date: of two notes that disagree, which is newer
         print(f"{hit.score:.3f}  {printable(hit.citation)}{dated}  [{hit.source}]{also}")
         for line in hit.snippet.splitlines():
