@@ -870,3 +870,39 @@ def test_a_chmod_in_the_instant_before_the_exchange_is_undone_with_the_exchange(
     assert len(calls) == 2  # exchanged, then undone
     assert (_bits(note), note.read_text()) == (0o600, "hello\n")
     assert [p.name for p in note.parent.iterdir()] == ["d.md"]
+
+
+def test_a_write_or_restore_of_a_hard_linked_note_says_its_other_name_keeps_the_old_text(cli, workspace):
+    """A write replaces the file (never in place), so a note's second hard link keeps the text it had:
+    the link was split with no word. Now the write goes on and says so, on stderr and in --json."""
+    h1 = write(workspace / "memory" / "h1.md", "shared\n")
+    os.link(h1, workspace / "memory" / "h2.md")
+    said = "memory/h2.md had 2 hard links: the other name(s) keep the text it had (a write replaces the file)"
+    assert cli("read", "memory/h2.md").returncode == 0
+    done = cli("write", "--append", "more", "memory/h2.md", "--no-index")
+    assert done.returncode == 0 and said in done.stderr, done.stderr
+    assert (h1.read_text(), (workspace / "memory" / "h2.md").read_text()) == ("shared\n", "shared\nmore\n")
+    again = cli("write", "--append", "again", "memory/h2.md", "--no-index", "--json")  # one name now: nothing said
+    assert again.returncode == 0 and "hard link" not in again.stderr and "warnings" not in again.json(), again.stderr
+    os.link(workspace / "memory" / "h2.md", workspace / "memory" / "h3.md")
+    os.link(workspace / "memory" / "h2.md", workspace / "memory" / "h4.md")
+    restored = cli("restore", "memory/h2.md", again.json()["previousVersion"], "--no-index", "--json")
+    assert restored.returncode == 0, restored.stderr
+    assert restored.json()["warnings"] == [
+        "memory/h2.md had 3 hard links: the other name(s) keep the text it had (a restore replaces the file)"]
+    assert (workspace / "memory" / "h3.md").read_text() == "shared\nmore\nagain\n"
+
+
+def test_a_hard_linked_note_replaced_by_a_rename_is_said_too(workspace, state_dir, monkeypatch):
+    """Where the file system cannot exchange, the rename replaces the file the swap checked: its links are counted."""
+    from openclaw_memory.history import swap
+
+    h1 = write(workspace / "memory" / "h1.md", "shared\n")
+    os.link(h1, workspace / "memory" / "h2.md")
+    memory = LocalMemory(settings_for(workspace, state_dir))
+    memory.read("memory/h2.md")
+    monkeypatch.setattr(swap, "exchange", lambda dir_fd, a, b: None)  # (what one that cannot answers)
+    done = memory.write("memory/h2.md", append="more", update_index=False)
+    assert done.warnings == (
+        "memory/h2.md had 2 hard links: the other name(s) keep the text it had (a write replaces the file)",)
+    assert (h1.read_text(), os.stat(h1).st_nlink) == ("shared\n", 1)

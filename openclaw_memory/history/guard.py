@@ -590,7 +590,7 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
                 swapped = False
                 raise held_open(resolved)
             if swapped is None:  # this file system cannot exchange: the check and a rename, nothing between
-                os.replace(tmp, resolved.name, src_dir_fd=folder.fd, dst_dir_fd=folder.fd)
+                swap.rename()
             elif not swapped:
                 with in_history(), store.lock():  # every version displaced, before any is removed
                     for taken in swap.taken:
@@ -625,6 +625,9 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
     if swap is not None:
         swap.remove_leftover({current.version} if current else set())
         swap.close()
+        if swap.links > 1:  # never written in place: the other names of a hard-linked note keep the old text
+            notes.append(f"{resolved.display} had {swap.links} hard links: the other name(s) keep the text it had "
+                         f"(a {'restore' if action == RESTORED else 'write'} replaces the file)")
     try:
         folder.fsync()
     except OSError as exc:

@@ -68,6 +68,9 @@ class Swap:
         self.taken: list[Taken] = []  # every regular file an exchange took off the target, in order
         self.leased: int | None = None  # the target as it was before the exchange, open under self.lease
         self.lease: Lease | None = None
+        # How many names the file the swap replaced had: its other hard links keep the old bytes
+        # (the write says so), counted on that very file, not on a name looked up again.
+        self.links = 1
 
     def lease_target(self) -> bool:
         """Take a read lease on the target: False when another program kept it open for writing
@@ -99,12 +102,20 @@ class Swap:
         try:
             first = self._take()
             if first is not None and first.version.version == checked and self._as_copied(first.fd):
+                self.links = os.fstat(first.fd).st_nlink  # (the temp name took the target's: the same count)
                 return True
         except BaseException:  # what came off cannot be read (permissions, I/O): it goes back unread
             self.put_back()
             raise
         self.put_back()
         return False
+
+    def rename(self) -> None:
+        """Rename the temp file over the target, where the file system cannot exchange: the file
+        replaced is the one leased, the check of its version just done."""
+        if self.leased is not None:
+            self.links = os.fstat(self.leased).st_nlink
+        os.replace(self.tmp, self.name, src_dir_fd=self.folder.fd, dst_dir_fd=self.folder.fd)
 
     def put_back(self) -> None:
         """Undo the exchange: the target gets back what was taken off it, or a save made since."""
