@@ -435,12 +435,45 @@ def test_a_snapshot_that_did_not_keep_every_file_is_refused_whole(cli, workspace
         conn.execute("DELETE FROM snapshot_files WHERE label = 'partial' AND path = CAST('memory/b.md' AS BLOB)")
         conn.execute("DELETE FROM snapshot_files WHERE label = 'hashes-only'")
     write(workspace / "memory" / "a.md", "changed\n")
-    for label, words in (("partial", "did not keep the content of memory/b.md"),
+    write(workspace / "memory" / "b.md", "changed too\n")  # what partial did not keep
+    for label, words in (("partial", "did not keep the bytes of memory/b.md (too large to keep, or changing while it "
+                                     "was taken), and it has changed since"),
                          ("hashes-only", "was taken before snapshots kept the files' content")):
         refused = cli("rollback", "--to", label, "--force")
         assert refused.returncode == 1 and words in refused.stderr, refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
     assert (workspace / "memory" / "a.md").read_text() == "changed\n"
+
+
+def test_a_file_too_large_for_the_snapshot_to_keep_is_left_when_unchanged_and_refuses_only_once_changed(
+        cli, workspace, state_dir, tmp_path):
+    """A file the snapshot recorded but could not keep (over [watchdog] max_bytes / 8) refused every
+    rollback to it, unchanged since or not, sending the user to a time, which does not hold those
+    bytes either: a note only the snapshot saw could not be given back. As the snapshot saw it
+    (same kind, same hash), it needs nothing put back: it is unchanged and the rollback goes on."""
+    write(state_dir / "openclaw-memory.toml", "[watchdog]\nmax_bytes = 8000\n")  # keeps files of at most 1000 bytes
+    note, big = write(workspace / "memory" / "note.md", "keep this\n"), write(workspace / "memory" / "big.md", "x" * 1001)
+    taken = cli("watchdog", "snapshot", "base")
+    assert taken.returncode == 0 and "memory/big.md (1001 bytes) is too large for the snapshot" in taken.stderr, taken.stderr
+    write(note, "clobbered\n")
+    dry = cli("rollback", "--to", "base", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "unchanged   memory/big.md" in dry.stdout and "rewrite     memory/note.md" in dry.stdout, dry.stdout
+    done = cli("rollback", "--to", "base", "--force")
+    assert done.returncode == 0, done.stderr
+    assert note.read_text() == "keep this\n" and big.read_text() == "x" * 1001
+    # Changed since, or a symlink to those bytes now (never followed): nothing can put it back.
+    write(note, "clobbered\n")
+    write(tmp_path / "outside.md", "x" * 1001)
+    for change in (lambda: write(big, "y" * 1001), lambda: (big.unlink(), big.symlink_to(tmp_path / "outside.md"))):
+        change()
+        refused = cli("rollback", "--to", "base", "--force")
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert ("snapshot base did not keep the bytes of memory/big.md (too large to keep, or changing while it was "
+                "taken), and it has changed since: the rollback cannot put it back; a rollback to a time puts back "
+                "only the versions the history holds") in refused.stderr, refused.stderr
+        assert "give a time instead" not in refused.stderr
+        assert note.read_text() == "clobbered\n"
 
 
 # -- SIGKILL ---------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@ which the snapshot keeps) or a time (ISO 8601: each path's version the history l
 before it; a ``remove`` entry, or no entry yet, means the file did not exist then). Each file's
 fate follows: ``rewrite`` (it holds other bytes now), ``archive`` (made since), ``bring-back``
 (removed since), ``unchanged``. A moment whose content is not all stored is refused whole: a
-snapshot taken before snapshots kept content, a file the snapshot could not keep, a version the
-history evicted or whose entry retention dropped.
+snapshot taken before snapshots kept content, a file the snapshot could not keep that changed
+since (one as the snapshot saw it is unchanged), a version the history evicted or whose entry
+retention dropped.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ..history.store import FileVersion, HistoryStore, snapshot_fd
 from ..history.versions import EXTERNAL_EDIT, MOVE, REMOVE, RESTORE, FileMode, iso_time, micros, short
 from ..types import DAY, no_such_moment, typed_moment
 from ..watchdog.compare import rules_for
-from ..watchdog.content import is_memory_file
+from ..watchdog.content import is_memory_file, observe_entry
 from ..watchdog.observe import KIND_FILE
 from ..watchdog.store import SnapshotStore
 
@@ -441,7 +442,9 @@ def _label_also_a_time(label: str) -> list[str]:
 
 
 def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Aim], list[str]]:
-    """What the snapshot kept of each workspace memory file, by absolute path."""
+    """What the snapshot kept of each workspace memory file, by absolute path. A file whose bytes it
+    did not keep (too large, changing while it was taken) and which is now as the snapshot recorded
+    it is its own aim (unchanged: nothing to put back); one that is not refuses the rollback whole."""
     snapshots = SnapshotStore(settings.data_dir)
     table = snapshots.load(label)
     kept = snapshots.files(label)
@@ -449,14 +452,36 @@ def _snapshot_targets(settings: Settings, label: str) -> tuple[dict[str, Aim], l
     if memory and not kept:
         raise MemoryToolError(f"snapshot {label} was taken before snapshots kept the files' content (it holds their hashes "
                               "only): it cannot be restored; give a time instead (see `openclaw-memory log`)")
-    lost = [rel for rel in memory if rel not in kept]
+    aims = {rel: Aim(version, size, table.mode[i] if (i := table.index.get(rel)) is not None else None)
+            for rel, (version, size) in kept.items() if is_memory_file(rel, False)}
+    lost = []
+    for rel in memory:
+        if rel in kept:
+            continue
+        i = table.index[rel]
+        if (recorded := table.digest(i)) is not None and _holds_now(settings, rel, recorded):
+            aims[rel] = Aim(recorded.hex(), table.size[i], table.mode[i])
+        else:
+            lost.append(rel)
     if lost:
-        raise MemoryToolError(f"snapshot {label} did not keep the content of {', '.join(lost[:5])}"
-                              f"{f' and {len(lost) - 5} more' if len(lost) > 5 else ''} (too large, or changing while it "
-                              "was taken): it cannot be restored whole; give a time instead; nothing was changed")
+        # It said "give a time instead": a time rollback puts back only the versions the history
+        # holds, and a file too large for the snapshot to keep is most often too large for it too.
+        it, they = ("it", "it has") if len(lost) == 1 else ("them", "they have")
+        raise MemoryToolError(f"snapshot {label} did not keep the bytes of {', '.join(lost[:5])}"
+                              f"{f' and {len(lost) - 5} more' if len(lost) > 5 else ''} (too large to keep, or changing "
+                              f"while it was taken), and {they} changed since: the rollback cannot put {it} back; a "
+                              "rollback to a time puts back only the versions the history holds (see `openclaw-memory "
+                              "log`); nothing was changed")
     workspace = settings.workspace
-    return {os.path.join(workspace, rel): Aim(version, size, table.mode[i] if (i := table.index.get(rel)) is not None else None)
-            for rel, (version, size) in kept.items() if is_memory_file(rel, False)}, []
+    return {os.path.join(workspace, rel): aim for rel, aim in aims.items()}, []
+
+
+def _holds_now(settings: Settings, rel: str, recorded: bytes) -> bool:
+    """Whether the workspace file ``rel`` is a regular file holding the bytes the snapshot hashed as
+    ``recorded`` (looked at as the snapshot looked: from its folder's descriptor, never through a
+    symlink, hashed in blocks)."""
+    seen = observe_entry(settings.workspace, rel)
+    return seen is not None and seen.kind == KIND_FILE and seen.digest == recorded
 
 
 def _history_targets(settings: Settings, store: HistoryStore, when: float,
