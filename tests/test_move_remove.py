@@ -696,6 +696,29 @@ def test_rm_is_guarded_and_asks_force_for_memory_md(cli, workspace):
         assert words in one_line_error(cli("rm", bad))
 
 
+def test_rm_mv_write_and_restore_act_on_a_name_with_white_space_around_it_as_printed(cli, workspace):
+    """An extra path's note `` top.md`` (``--extra .``), named so by `files`, search and rm's own
+    restore hint: every path was trimmed, so ``rm ' top.md'`` removed ``top.md`` (another note), and
+    ``mv``/``write`` to `` top2.md`` made ``top2.md``. The name as given wins where it is (or, for a
+    write or mv, makes) a note; a stray space or newline around a name that is none is still trimmed."""
+    write(workspace / " top.md", HERON)
+    write(workspace / "top.md", OTHER)
+    om = ("--extra", ".")
+    assert cli(*om, "read", " top.md").returncode == 0 and cli(*om, "read", "top.md").returncode == 0
+    removed = cli(*om, "rm", " top.md")
+    assert removed.returncode == 0 and "restore ' top.md' --last" in removed.stdout, removed.stdout
+    assert not (workspace / " top.md").exists() and (workspace / "top.md").read_text() == OTHER
+    assert cli(*om, "restore", " top.md", "--last").returncode == 0  # the hint it printed brings back that note
+    assert (workspace / " top.md").read_text() == HERON and (workspace / "top.md").read_text() == OTHER
+    assert cli(*om, "mv", "top.md", " top2.md").returncode == 0
+    assert (workspace / " top2.md").read_text() == OTHER and not (workspace / "top2.md").exists()
+    assert cli(*om, "write", " new.md", "--append", "new").returncode == 0
+    assert (workspace / " new.md").read_text() == "new\n" and not (workspace / "new.md").exists()
+    assert cli(*om, "write", "memory/n.md\n", "--append", "n").returncode == 0  # a stray newline: trimmed
+    assert (workspace / "memory" / "n.md").read_text() == "n\n"
+    assert cli(*om, "rm", " top2.md").returncode == 0 and (workspace / " top.md").read_text() == HERON
+
+
 def test_a_removed_note_outlives_retention_and_eviction(workspace, state_dir):
     (state_dir / "openclaw-memory.toml").write_text("[history]\nkeep_per_path = 2\nmax_bytes = 8192\n")
     big = "".join(f"- line {i}: {os.urandom(24).hex()}\n" for i in range(14))  # ~900 bytes that do not compress

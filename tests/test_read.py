@@ -542,3 +542,20 @@ def test_a_file_an_extra_folders_pattern_leaves_out_is_refused_naming_the_patter
     assert refused.returncode == 2
     assert refused.stderr == (f"error: refused: {notes / 'a-secret.md'} is not a memory path: it is in the extra path {notes}, "
                               "whose pattern b-*.md leaves it out\n")
+
+
+def test_a_name_with_white_space_around_it_is_read_by_that_name(cli, workspace):
+    """An extra path's note `` top.md``: `files` and search name it so, but every path was trimmed,
+    so reading `` top.md`` read ``top.md``, another note. The name as given wins where it is a note;
+    the trim (OpenClaw's: an agent's stray space or newline) still applies where it is none."""
+    write(workspace / " top.md", "note with a leading space\n")
+    write(workspace / "top.md", "a different note\n")
+    listed = cli("--extra", ".", "files", "--json").json()["files"]
+    assert {" top.md", "top.md"} <= {f["path"] for f in listed}
+    spaced = cli("--extra", ".", "read", " top.md", "--json").json()
+    assert (spaced["path"], spaced["text"]) == (" top.md", "note with a leading space")
+    for stray in ("top.md\n", "  top.md", "\ttop.md "):  # no such name: trimmed, as OpenClaw trims it
+        assert cli("--extra", ".", "read", stray, "--json").json()["path"] == "top.md", repr(stray)
+    assert read(workspace, "memory/a.md\n")["path"] == "memory/a.md"  # a missing note: not_found by its trimmed name
+    os.remove(workspace / " top.md")  # gone: the stray space names top.md again
+    assert cli("--extra", ".", "read", " top.md", "--json").json()["text"] == "a different note"

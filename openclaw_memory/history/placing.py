@@ -29,15 +29,17 @@ from .versions import FileMode
 
 
 def resolve_writable(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
-    """``path`` as :func:`~..files.read.resolve_memory_path` resolves it, or a configured extra path
+    """``path`` as :func:`~..files.read.resolve_memory_path` resolves it (its name as given, white space
+    around it kept, when that is a note of an extra path in an existing folder: the note a write makes
+    or that was there), or a configured extra path
     naming one ``.md`` file that is gone (moved into the workspace, removed), in its existing folder:
     a place a note may be put back (``mv`` back, ``restore --last``, a rollback's bring-back, an
     import, a write) and whose history may be listed. ``read`` refuses it as OpenClaw does (nothing
     there is memory until a file is): only what writes, and what lists the history, ask here."""
     try:
-        return resolve_memory_path(path, workspace, extra_paths)
+        return resolve_memory_path(path, workspace, extra_paths, creating=True)
     except PathRefused:
-        raw = js_trim(path or "")
+        raw = js_trim(path or "")  # (an extra path never starts or ends with white space: settings trim it)
         absolute = absolute_path(raw, workspace) if raw else ""
         if not absolute.endswith(".md") or not extra_paths:
             raise
