@@ -567,6 +567,29 @@ def test_a_command_in_process_beside_the_service_is_told_the_service_holds_the_i
     assert service.stop() == 0
 
 
+def test_a_write_in_process_beside_the_service_says_the_service_holds_the_index_and_the_note_is_written(
+        workspace, state_dir, cli, services):
+    """A write beside a service that holds the shards (OPENCLAW_MEMORY_SERVICE=off) warned "index not
+    updated: ... held by another openclaw-memory process (pid N); waited 5 s. Try again when it has
+    finished.": search names the service (above), the write did not, and told to try again a
+    change already made (review). It names the service, says the change is made, and who catches up."""
+    memory(workspace)
+    write(state_dir / "openclaw-memory.toml", "[index]\nlock_timeout = 0\n")
+    assert cli("index").returncode == 0
+    service = start(services, workspace, state_dir, "--no-watch")
+    assert cli("search", "teak deck").returncode == 0  # through it: it opens the shards, and keeps them a while
+    beside = cli("--state-dir", str(state_dir), "write", "memory/beside.md", "--stdin", input="varnish the teak\n",
+                 env={"OPENCLAW_MEMORY_SERVICE": "off"})
+    assert beside.returncode == 0, beside.stderr
+    assert (workspace / "memory" / "beside.md").read_text() == "varnish the teak\n"
+    assert (f"warning: index not updated: index collection memory-root-main is held by the memory service (pid "
+            f"{service.proc.pid}), which keeps the index open while it runs; this command works beside it, in-process: "
+            f"the change is made, and the next `openclaw-memory --state-dir {state_dir} index` or search catches up"
+            ) in beside.stderr, beside.stderr
+    assert "Try again" not in beside.stderr
+    assert service.stop() == 0
+
+
 def test_a_change_the_service_died_making_says_it_may_be_made(workspace, state_dir, cli):
     """The service died in the middle of an `rm` (after the note went): the command did it again
     in-process and said only `memory/projects/boat.md does not exist; nothing was removed`, of the

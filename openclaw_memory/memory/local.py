@@ -146,14 +146,16 @@ def forget_read(memory: LocalMemory, path: str, version: str) -> None:
 
 
 def held_by_the_service(settings: Settings, exc: LockTimeout, because: str | None = None, *,
-                        silent_s: float | None = None) -> LockTimeout | None:
+                        silent_s: float | None = None, made: bool = False) -> LockTimeout | None:
     """``exc`` (a lock this process waited for) worded as what it is where the holder is the
     workspace's running service: it keeps the index open while it runs, so "try again when it has
     finished" waited for nothing (review). ``because``: why the service would not answer this
     command (it refused this caller); ``silent_s``: it took this command and did not answer within
     that many seconds (a stopped or hung service lets go of nothing: it was told to run it through
     the service and to wait until it lets go); else this process works beside it
-    (OPENCLAW_MEMORY_SERVICE=off, a library in-process). None where another process holds it."""
+    (OPENCLAW_MEMORY_SERVICE=off, a library in-process); ``made``: what met the lock there is only the
+    index update after a change this command made (a write, rm, mv, restore), so nothing is to be
+    tried again (review). None where another process holds it."""
     from ..service_files import read_info
 
     pid = (read_info(settings) or {}).get("pid")
@@ -169,7 +171,11 @@ def held_by_the_service(settings: Settings, exc: LockTimeout, because: str | Non
         return LockTimeout(f"{what} is held by the memory service (pid {pid}), which cannot answer this command: "
                            f"{because}; or try again once it lets go of the index ({idle:g} s after it last used it: "
                            "its live sync uses it at each change of the notes)")
-    return LockTimeout(f"{what} is held by the memory service (pid {pid}), which keeps the index open while it runs; "
-                       "this command works beside it, in-process: run it through the service (without "
-                       "OPENCLAW_MEMORY_SERVICE=off), stop the service with `openclaw-memory serve --stop`, or try again "
+    beside = (f"{what} is held by the memory service (pid {pid}), which keeps the index open while it runs; "
+              "this command works beside it, in-process")
+    if made:
+        return LockTimeout(f"{beside}: the change is made, and the next `openclaw-memory index` or search catches up "
+                           "(a change made through the service, without OPENCLAW_MEMORY_SERVICE=off, updates it at once)")
+    return LockTimeout(f"{beside}: run it through the service (without OPENCLAW_MEMORY_SERVICE=off), stop the service "
+                       "with `openclaw-memory serve --stop`, or try again "
                        f"once it lets go of the index ({idle:g} s after it last used it)")

@@ -9,7 +9,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..errors import MemoryToolError, describe_os_error, finished_first
+from ..errors import LockTimeout, MemoryToolError, describe_os_error, finished_first
 from ..history import writes
 
 if TYPE_CHECKING:
@@ -142,6 +142,7 @@ def index_update(memory: LocalMemory, *, update_index: bool, progress: ProgressC
     from ..index.operations import index_written
     from ..signals import Interrupted, Stopping
     from ..watch.presence import running_watch
+    from .local import held_by_the_service
 
     settings = memory.settings
     if not update_index:
@@ -153,6 +154,9 @@ def index_update(memory: LocalMemory, *, update_index: bool, progress: ProgressC
         if not _has_index(settings):
             return IndexUpdate(False, f"no index for agent {settings.agent}")
         summary = memory.index(progress=progress) if paths is None else index_written(memory, paths, progress)
+    except LockTimeout as exc:  # the running service's hold is said as search says it, not "try again"
+        said = (held_by_the_service(settings, exc, made=True) or exc).message
+        return IndexUpdate(False, f"index not updated: {said}", failed=True)
     except (MemoryToolError, OSError) as exc:  # (an OSError: what is at the index's folders is not a folder)
         said = exc.message if isinstance(exc, MemoryToolError) else describe_os_error(exc)
         return IndexUpdate(False, f"index not updated: {said}", failed=True)
