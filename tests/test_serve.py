@@ -194,6 +194,7 @@ def test_status_shows_the_running_service(workspace, state_dir, cli, services):
     assert data["running"] is True and data["pid"] == service.proc.pid
     assert data["memoryBytes"] > 0 and data["uptimeS"] >= 0 and data["liveSync"] is False
     cli("--session", "alpha", "read", "MEMORY.md")
+    # A named session never ends (a person may come back to it): counted though its call is over (docs/serve.md).
     assert json.loads(cli("status", "--json").stdout)["service"]["sessions"] == 1
     line = [line for line in cli("status").stdout.splitlines() if line.startswith("Service: ")]
     assert line and f"pid {service.proc.pid}" in line[0] and "1 session(s)" in line[0]
