@@ -698,9 +698,9 @@ def test_rm_is_guarded_and_asks_force_for_memory_md(cli, workspace):
 
 def test_rm_mv_write_and_restore_act_on_a_name_with_white_space_around_it_as_printed(cli, workspace):
     """An extra path's note `` top.md`` (``--extra .``), named so by `files`, search and rm's own
-    restore hint: every path was trimmed, so ``rm ' top.md'`` removed ``top.md`` (another note), and
-    ``mv``/``write`` to `` top2.md`` made ``top2.md``. The name as given wins where it is (or, for a
-    write or mv, makes) a note; a stray space or newline around a name that is none is still trimmed."""
+    restore hint: every path was trimmed, so ``rm ' top.md'`` removed ``top.md`` (another note). The
+    name as given wins where it is a note, or one the history has logged (a removed note); a name that
+    is neither is trimmed: a new note is never made with white space around its name."""
     write(workspace / " top.md", HERON)
     write(workspace / "top.md", OTHER)
     om = ("--extra", ".")
@@ -708,15 +708,24 @@ def test_rm_mv_write_and_restore_act_on_a_name_with_white_space_around_it_as_pri
     removed = cli(*om, "rm", " top.md")
     assert removed.returncode == 0 and "restore ' top.md' --last" in removed.stdout, removed.stdout
     assert not (workspace / " top.md").exists() and (workspace / "top.md").read_text() == OTHER
+    # Gone, its name is still the history's: a second rm or mv of it says so, and leaves top.md be.
+    again, moved = cli(*om, "rm", " top.md"), cli(*om, "mv", " top.md", "moved.md")
+    assert (again.returncode, moved.returncode) == (2, 2), (again.stderr, moved.stderr)
+    assert "top.md does not exist; nothing was removed" in again.stderr, again.stderr
+    assert (workspace / "top.md").read_text() == OTHER and not (workspace / "moved.md").exists()
+    listed = cli(*om, "history", " top.md", "--json").json()
+    assert listed["path"] == " top.md" and listed["versions"][0]["origin"] == "remove", listed
     assert cli(*om, "restore", " top.md", "--last").returncode == 0  # the hint it printed brings back that note
     assert (workspace / " top.md").read_text() == HERON and (workspace / "top.md").read_text() == OTHER
+    # A name no note has had: trimmed, as OpenClaw trims an agent's stray space or newline.
     assert cli(*om, "mv", "top.md", " top2.md").returncode == 0
-    assert (workspace / " top2.md").read_text() == OTHER and not (workspace / "top2.md").exists()
+    assert (workspace / "top2.md").read_text() == OTHER and not (workspace / " top2.md").exists()
     assert cli(*om, "write", " new.md", "--append", "new").returncode == 0
-    assert (workspace / " new.md").read_text() == "new\n" and not (workspace / "new.md").exists()
-    assert cli(*om, "write", "memory/n.md\n", "--append", "n").returncode == 0  # a stray newline: trimmed
+    assert (workspace / "new.md").read_text() == "new\n" and not (workspace / " new.md").exists()
+    assert cli(*om, "write", "memory/n.md\n", "--append", "n").returncode == 0
     assert (workspace / "memory" / "n.md").read_text() == "n\n"
-    assert cli(*om, "rm", " top2.md").returncode == 0 and (workspace / " top.md").read_text() == HERON
+    assert cli(*om, "read", " top.md").returncode == 0 and cli(*om, "rm", " top.md").returncode == 0
+    assert not (workspace / " top.md").exists() and (workspace / "top2.md").read_text() == OTHER
 
 
 def test_a_removed_note_outlives_retention_and_eviction(workspace, state_dir):

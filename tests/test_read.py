@@ -557,5 +557,19 @@ def test_a_name_with_white_space_around_it_is_read_by_that_name(cli, workspace):
     for stray in ("top.md\n", "  top.md", "\ttop.md "):  # no such name: trimmed, as OpenClaw trims it
         assert cli("--extra", ".", "read", stray, "--json").json()["path"] == "top.md", repr(stray)
     assert read(workspace, "memory/a.md\n")["path"] == "memory/a.md"  # a missing note: not_found by its trimmed name
-    os.remove(workspace / " top.md")  # gone: the stray space names top.md again
+    os.remove(workspace / " top.md")  # gone: the stray space names top.md again (read asks no history)
     assert cli("--extra", ".", "read", " top.md", "--json").json()["text"] == "a different note"
+
+
+def test_a_stray_white_space_around_a_name_no_note_has_had_is_trimmed_for_a_write(cli, workspace):
+    """With ``--extra .`` a write of ``'\\nMEMORY.md'`` (an agent's stray newline) made a new note
+    ``\\nMEMORY.md`` beside MEMORY.md, taking the name as given because its folder existed: a name
+    neither there nor ever in the history is trimmed, as OpenClaw trims it, for a write as for a read."""
+    write(workspace / "MEMORY.md", "old\n")
+    om = ("--extra", ".")
+    assert cli(*om, "read", "MEMORY.md").returncode == 0
+    for n, stray in enumerate(("\nMEMORY.md", " MEMORY.md", "MEMORY.md\n")):
+        written = cli(*om, "write", stray, "--append", f"more {n}", "--json").json()
+        assert written["path"] == "MEMORY.md", (repr(stray), written)
+    assert (workspace / "MEMORY.md").read_text() == "old\nmore 0\nmore 1\nmore 2\n"
+    assert not any(name.strip() != name for name in os.listdir(workspace))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -163,16 +164,16 @@ def refuse_new_not_utf8(resolved: ResolvedPath, outcome: str) -> None:
 
 
 def resolve_memory_path(path: str, workspace: str, extra_paths=(), *, aliased: bool = False,
-                        creating: bool = False) -> ResolvedPath:
+                        known: Callable[[str], bool] | None = None) -> ResolvedPath:
     """Map a user-given path to a memory file, refusing anything that is not one (OpenClaw's rules).
 
     White space around the path is trimmed unless the path as given names a memory file
-    (:func:`_as_named`; ``creating``: also one a write or mv makes); relative paths are taken from the workspace
+    (:func:`_as_named`; ``known``: also one the history has logged); relative paths are taken from the workspace
     (not the current folder), ``..`` included, so ``../notes/a.md`` names a file of an
     extra folder beside the workspace; ``~`` is not expanded (a name, as OpenClaw reads it). Inside an extra folder the
     folder must exist and its ``pattern`` (when it has one) must match.
     """
-    raw = _as_named(path or "", workspace, extra_paths, creating)
+    raw = _as_named(path or "", workspace, extra_paths, known)
     if not raw:
         raise PathRefused("no path given")
     refuse_unnamable(raw)
@@ -244,20 +245,22 @@ def resolve_memory_path(path: str, workspace: str, extra_paths=(), *, aliased: b
     return ResolvedPath(absolute, shown, root, tuple(rel_parts), in_workspace)
 
 
-def _as_named(path: str, workspace: str, extra_paths, creating: bool) -> str:
+def _as_named(path: str, workspace: str, extra_paths, known: Callable[[str], bool] | None) -> str:
     """``path`` trimmed as OpenClaw trims it (an agent's stray newline or space), or exactly as given
     where that names a note of an extra path whose name starts or ends with white space, as ``files``,
-    search, citations and the history name it (``" top.md"``): when it exists, or (``creating``: a
-    write, mv, restore or history, which make or name a note that may be gone) when its folder does.
-    Trimmed, ``" top.md"`` named ``top.md``, another note, which ``rm`` removed. (The workspace's own
-    memory paths never start or end with white space.)"""
+    search, citations and the history name it (``" top.md"``): one that exists, or one ``known`` says
+    the history has logged (given the name as the scanner names it; a removed note a write, mv, rm,
+    restore or history names). Trimmed, ``" top.md"`` named ``top.md``, another note, which ``rm``
+    removed. A name neither is gets the trim: a new note is never made with white space around its
+    name (``"\\nMEMORY.md"`` made a note of that name, not a write of ``MEMORY.md``). (The
+    workspace's own memory paths never start or end with white space.)"""
     trimmed = js_trim(path)
     if trimmed == path or not trimmed:
         return trimmed
     absolute = absolute_path(path, workspace)
     if _allowed_extra(absolute, extra_paths)[0] is None:
         return trimmed
-    return path if os.path.lexists(absolute) or (creating and os.path.isdir(os.path.dirname(absolute))) else trimmed
+    return path if os.path.lexists(absolute) or (known is not None and known(as_scanned(absolute))) else trimmed
 
 
 # A search citation (memory/a.md#L3-L9, MEMORY.md#L1): lines of a note, given where a file goes.

@@ -52,6 +52,7 @@ from .placing import (
     current_version,
     held_open,
     kept_stat,
+    logged_in,
     make_folder,
     open_current,
     recorded_mode,
@@ -146,7 +147,7 @@ def write_memory_file(settings: Settings, path: str, *, content: str | bytes | N
     """
     content, added = checked_text(content, append)
     if resolved is None:
-        resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+        resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths, known=logged_in(settings))
     refuse_dream_twin(resolved, str(settings.workspace))
     expected = check_prefix(expect, "expect") if expect is not None else None
     daily_append = added is not None and is_daily_note(resolved.display)
@@ -215,7 +216,7 @@ def restore_file_version(settings: Settings, path: str, version: str, *, stored:
     ``path`` as the caller resolved it (once: a second look could see another folder).
     """
     if resolved is None:
-        resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+        resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths, known=logged_in(settings))
     check_prefix(version)
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)

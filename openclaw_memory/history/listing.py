@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..errors import DiskFull, PathRefused, StateDirError, ThroughALink
 from ..files.read import open_resolved
 from ..wire import key
-from .placing import resolve_writable
+from .placing import logged_in, resolve_writable
 from .removals import see_removal
 from .store import HistoryStore, snapshot_fd
 from .versions import Entry, iso_time
@@ -58,7 +58,7 @@ def file_history(settings: Settings, path: str) -> VersionHistory:
     """List the versions of ``path``; the file as it is now is recorded first (a sighting)."""
     store = HistoryStore.for_settings(settings)
     try:
-        resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+        resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths, known=logged_in(settings))
     except ThroughALink as refused:
         return _recorded_only(store, refused.abs_path, refused.display, refused)
     warnings: tuple[str, ...] = ()

@@ -76,7 +76,7 @@ from .fileops import (
     write_intent,
 )
 from .guard import IndexUpdate, refuse_dream_twin, refuse_look_alike_at
-from .placing import kept_stat, make_folder, open_current, refuse_read_only, remove_made_folders, resolve_writable
+from .placing import kept_stat, logged_in, make_folder, open_current, refuse_read_only, remove_made_folders, resolve_writable
 from .stale import check_write
 from .states import ReadRecords
 from .store import FileVersion, HistoryStore, check_prefix, snapshot_fd
@@ -152,9 +152,10 @@ def move_memory_file(settings: Settings, src: str, dst: str, *, force: bool = Fa
     backlinks to rewrite after it (:mod:`openclaw_memory.links.pending`), kept in its intent,
     which then stays at :data:`~.fileops.LINKS_STEP` once the move is recorded."""
     workspace = str(settings.workspace)
-    source = resolve_memory_path(src, workspace, settings.extra_paths)
+    known = logged_in(settings)  # a name with white space around it that the history knows is kept as given
+    source = resolve_memory_path(src, workspace, settings.extra_paths, known=known)
     dst = _into_folder(source.display, dst, workspace, settings.extra_paths)
-    target = resolve_writable(dst, workspace, settings.extra_paths)
+    target = resolve_writable(dst, workspace, settings.extra_paths, known=known)
     if source.abs_path == target.abs_path:
         # Named as given: "memory/a.md " is memory/a.md (OpenClaw trims the spaces around a path, as
         # resolve does), which "memory/a.md and memory/a.md" did not show.
@@ -430,7 +431,7 @@ def remove_memory_file(settings: Settings, path: str, *, force: bool = False, ex
     a startup root file. A read-only note is refused (ReadOnlyRefused) unless ``read_only_ok`` lets
     its mode go (a rollback's move, or its undo)."""
     workspace = str(settings.workspace)
-    resolved = resolve_memory_path(path, workspace, settings.extra_paths)
+    resolved = resolve_memory_path(path, workspace, settings.extra_paths, known=logged_in(settings))
     refuse_startup_file(resolved, workspace, force, "removing")
     expected = check_prefix(expect, "expect") if expect is not None else None
     store = HistoryStore.for_settings(settings)
@@ -528,7 +529,7 @@ def _record_remove(store: HistoryStore, op: FileOp) -> None:
 
 def last_removed(settings: Settings, path: str) -> str:
     """The version ``rm`` last archived of ``path`` (``restore PATH --last``)."""
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths, known=logged_in(settings))
     store = HistoryStore.for_settings(settings)
     for entry in reversed(store.entries(resolved.abs_path)):
         if entry.origin == REMOVE:

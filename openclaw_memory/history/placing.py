@@ -12,7 +12,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, NamedTuple, TypeGuard
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 import xxhash
 
@@ -27,17 +27,20 @@ from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned
 from .store import FileVersion, HistoryStore, snapshot_fd
 from .versions import FileMode
 
+if TYPE_CHECKING:
+    from ..settings import Settings
 
-def resolve_writable(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
+
+def resolve_writable(path: str, workspace: str, extra_paths=(), *, known: Callable[[str], bool] | None = None) -> ResolvedPath:
     """``path`` as :func:`~..files.read.resolve_memory_path` resolves it (its name as given, white space
-    around it kept, when that is a note of an extra path in an existing folder: the note a write makes
-    or that was there), or a configured extra path
+    around it kept, when that is a note of an extra path that is there or, ``known``, that the history
+    has logged: :func:`logged_in`), or a configured extra path
     naming one ``.md`` file that is gone (moved into the workspace, removed), in its existing folder:
     a place a note may be put back (``mv`` back, ``restore --last``, a rollback's bring-back, an
     import, a write) and whose history may be listed. ``read`` refuses it as OpenClaw does (nothing
     there is memory until a file is): only what writes, and what lists the history, ask here."""
     try:
-        return resolve_memory_path(path, workspace, extra_paths, creating=True)
+        return resolve_memory_path(path, workspace, extra_paths, known=known)
     except PathRefused:
         raw = js_trim(path or "")  # (an extra path never starts or ends with white space: settings trim it)
         absolute = absolute_path(raw, workspace) if raw else ""
@@ -51,6 +54,15 @@ def resolve_writable(path: str, workspace: str, extra_paths=()) -> ResolvedPath:
                 return ResolvedPath(named, display_path(named, workspace), os.path.dirname(named),
                                     (os.path.basename(named),), False)
         raise
+
+
+def logged_in(settings: Settings) -> Callable[[str], bool]:
+    """Whether the history of ``settings``' workspace has logged the note named (its absolute path;
+    any entry, a removal too): what keeps a name given with white space around it (`` top.md``) as
+    given for the commands that name a note that may be gone (write, rm, mv, restore, history), once
+    the note is not there. The product names only notes that are or were, so a name it printed is
+    one of those; a name it never logged is trimmed (a stray newline before ``MEMORY.md``)."""
+    return lambda abs_path: bool(HistoryStore.for_settings(settings).entries(abs_path))
 
 
 def _never_memory(named: str, workspace: str) -> bool:

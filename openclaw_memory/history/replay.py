@@ -15,7 +15,7 @@ from ..fsutil.safeopen import Folder
 from .failures import HistoryFailed, in_history
 from .guard import APPEND, WriteResult
 from .leftovers import sweep_leftovers
-from .placing import open_current, resolve_writable
+from .placing import logged_in, open_current, resolve_writable
 from .stale import has_prefix, seen_after_append
 from .states import WRITE, ReadRecords
 from .store import FileVersion, HistoryStore, snapshot_fd
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def still_holds(settings: Settings, path: str, made: FileVersion, *, at_start: bool = False) -> bool:
     """Whether the memory file ``path`` holds what a write made: exactly, or with ``at_start`` as its
     first bytes (an append that others have appended after since)."""
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths, known=logged_in(settings))
     folder, fd, current = open_current(resolved)
     try:
         if current is None or fd is None:
@@ -57,7 +57,7 @@ def finish_replayed(settings: Settings, path: str, first: WriteResult) -> WriteR
     says it. Without such evidence the first write never put it there (killed before its exchange,
     ``write:key-recorded``) and someone else made the same bytes: :func:`_made_by_another`."""
     assert first.replay is not None
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths, known=logged_in(settings))
     store = HistoryStore.for_settings(settings)
     records = ReadRecords.for_settings(store, settings)
     since = first.replay.first_time

@@ -33,7 +33,7 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     from ..files.read import refuse_unnamable
     from .guard import checked_text, write_memory_file
     from .idempotency import IdempotencyStore, binding, check_key, default_key, describe
-    from .placing import resolve_writable
+    from .placing import logged_in, resolve_writable
     from .replay import finish_replayed, still_holds
     from .store import FileVersion, HistoryStore
 
@@ -46,7 +46,8 @@ def write(settings: Settings, path: str, content: bytes | str | None = None, app
     # answered, ./memory/a.md or a trailing space is the same write (it was appended again, and
     # with an explicit key refused as differing "in its path"). The common spelling is the display
     # path itself, so its keys are those earlier releases recorded.
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)  # once: the write uses it
+    # once: the write uses it
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths, known=logged_in(settings))
     named = resolved.display
     bound = binding(settings.agent, settings.session, named, mode, body)
     if idempotency_key is None:
@@ -116,14 +117,14 @@ def _went_on_since(settings: Settings, path: str, first: WriteResult) -> bool:
     means it went on, and asks for the text again knowing what the file holds. Only for the default
     key: an explicit key is the caller's word that this is the same write, whatever it did between.
     Only an append can get here so: a replacement that still holds is one nothing wrote after."""
-    from .placing import resolve_writable
+    from .placing import logged_in, resolve_writable
     from .states import READ, ReadRecords
     from .store import HistoryStore
     from .versions import AGENT_WRITE
 
     assert first.replay is not None
     since = first.replay.first_time
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths, known=logged_in(settings))
     store = HistoryStore.for_settings(settings)
     seen = ReadRecords.for_settings(store, settings).get(resolved.abs_path)
     if seen is not None and seen.how == READ and seen.time > since and seen.version != first.previous:
@@ -140,10 +141,10 @@ def restore(settings: Settings, path: str, version: str | None = None, *, last: 
 
     if (version is None) == (not last):
         raise UsageError("give the version to restore, or --last for the version `rm` last removed (not both)")
-    from .placing import resolve_writable
+    from .placing import logged_in, resolve_writable
     from .store import HistoryStore
 
-    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths)
+    resolved = resolve_writable(path, str(settings.workspace), settings.extra_paths, known=logged_in(settings))
     with HistoryStore.for_settings(settings).write_lock(), finishing_first(settings, resolved) as first_done:
         if last:  # (after the finish: an rm killed past its unlink said "no removal is recorded")
             from .moves import last_removed
