@@ -223,6 +223,30 @@ def test_memory_md_hard_linked_to_memory_md_loses_its_second_name_not_archived(w
     assert "memory.md" in pending_checkpoint(data_dir(workspace, state_dir))
 
 
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchanged", "renamed"])
+def test_a_merge_into_a_hard_linked_memory_md_says_its_other_name_keeps_the_old_text(workspace, state_dir, cli, tmp_path,
+                                                                                     monkeypatch, exchange):
+    """MEMORY.md with a second name outside the workspace: the merge replaces the file (never written in
+    place), so that name keeps MEMORY.md's text before the merge, and the link was split with no word,
+    though prompt-file-hardlinked leaves such a link alone as possibly on purpose. The report says so,
+    in a write's words (a file system that cannot exchange: the rename's replaced file counted too)."""
+    from openclaw_memory.history import swap
+
+    write(workspace / "MEMORY.md", CANON)
+    os.link(workspace / "MEMORY.md", tmp_path / "MEMORY-link.md")
+    write(workspace / "memory.md", LEGACY)
+    if not exchange:
+        monkeypatch.setattr(swap, "exchange", lambda dir_fd, a, b: None)  # (what one that cannot answers)
+    (merged,) = cli("doctor", "--fix", "--json").json()["repairs"]
+    assert (merged["action"], merged["status"]) == ("merge", "done"), merged
+    assert "; MEMORY.md had 2 hard links: the other name(s) keep the text it had (a merge replaces the file)" in \
+        merged["detail"], merged
+    assert (tmp_path / "MEMORY-link.md").read_text(encoding="utf-8") == CANON
+    assert os.stat(workspace / "MEMORY.md").st_nlink == 1 and LEGACY.split("\n")[1] in (workspace / "MEMORY.md").read_text()
+    again = cli("doctor", "--fix", "--json").json()
+    assert "hard link" not in json.dumps(again), again
+
+
 def test_a_hard_linked_memory_md_replaced_meanwhile_is_kept(workspace, state_dir, cli):
     """The name memory.md goes only while it is still MEMORY.md's file: an editor's save over it in
     between is a text of its own, kept, and the next run merges it."""

@@ -72,13 +72,14 @@ def _write_canonical(root: Folder, data: bytes, mode: int | None = None) -> None
 
 
 def _place_merged(settings: Settings, root: Folder, stamp_dir: StampDir, merged: bytes, perms: int, kept: FileMode,
-                  checked: str) -> None:
+                  checked: str) -> str:
     """Put ``merged`` in place of MEMORY.md, which held the version ``checked`` when compared, by exchange
     (:class:`~..history.swap.Swap`, as a guarded write does): what the exchange takes off the name is
     checked, and a save an editor or agent made since the compare is put back and logged in the history,
     the merge stopped (_CanonicalChanged); a rename there unlinked it. A MEMORY.md another program holds
     open for writing is left as it is (its later writes would land in the file taken off). Where the
-    file system cannot exchange, a rename follows the compare, nothing between."""
+    file system cannot exchange, a rename follows the compare, nothing between. Returns what the report
+    says of a MEMORY.md with other names (hard links): they keep its text before the merge ("" if none)."""
     tmp = swap_name(root, write_temp_beside(CANONICAL_ROOT, merged, perms, dir_fd=root.fd, owner=(kept.uid, kept.gid)))
     swap = Swap(root, tmp, CANONICAL_ROOT, kept)  # a chmod of MEMORY.md since its look stops the merge too
     recorded = {checked}  # (logged before the merge: record_in_history) what the leftover may be to go
@@ -91,7 +92,7 @@ def _place_merged(settings: Settings, root: Folder, stamp_dir: StampDir, merged:
             swap.put_back()
             raise _CanonicalChanged(stamp_dir, held=True)
         if swapped is None:
-            os.replace(tmp, CANONICAL_ROOT, src_dir_fd=root.fd, dst_dir_fd=root.fd)
+            swap.rename()
         elif not swapped:
             store = HistoryStore.for_settings(settings)
             abs_path = os.path.join(str(settings.workspace), CANONICAL_ROOT)
@@ -104,6 +105,8 @@ def _place_merged(settings: Settings, root: Folder, stamp_dir: StampDir, merged:
     finally:
         swap.remove_leftover(recorded)  # what is not ours or logged stays, for doctor's leftovers check
         swap.close()
+    # Replaced, never written in place: a second name of MEMORY.md keeps its old text, said as a write says it.
+    return f"; {swap.split.note(CANONICAL_ROOT, 'merge')}" if swap.split is not None else ""
 
 
 def _mode_for_merge(root: Folder, canonical: FileMode, legacy: FileMode) -> int:
@@ -247,6 +250,7 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
     action = "merge" if mode == "append" else "archive"
     stamp_dir = None
     restore_mode: int | None = None  # MEMORY.md's mode before the merge, where the merge narrowed it
+    split = ""  # what the report says of MEMORY.md's other names, where it had some
     try:
         while stamp_dir is None:
             stamp = new_stamp(ws)
@@ -267,7 +271,7 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
                 raise _CanonicalChanged(stamp_dir)
             refuse_read_only(canonical_mode, CANONICAL_ROOT, "changed", root)  # made so since the first look
             perms = _mode_for_merge(root, canonical_mode, legacy_mode)
-            _place_merged(settings, root, stamp_dir, new, perms, canonical_mode, canonical_hash)
+            split = _place_merged(settings, root, stamp_dir, new, perms, canonical_mode, canonical_hash)
             if perms != canonical_mode.mode:
                 restore_mode = canonical_mode.mode
                 state = replace(state, canonical_mode=canonical_mode.mode, merged_mode=perms)
@@ -277,11 +281,13 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
         try:
             how = safe_move(root.fd, LEGACY_ROOT, stamp_dir.folder.fd, LEGACY_ROOT)
         except SourceKept as exc:
-            return _source_kept(settings, root, stamp_dir, canonical, new if mode == "append" else None, exc, restore_mode)
+            return _said(_source_kept(settings, root, stamp_dir, canonical, new if mode == "append" else None, exc,
+                                      restore_mode), split)
         faults.reach("merge:archived")
         if hash_or_none(stamp_dir.folder, LEGACY_ROOT) != state.legacy_hash:
             # memory.md was edited after it was read: its new text is only in the archive.
-            return _undo_merge(settings, root, stamp_dir, canonical, new if mode == "append" else None, restore_mode)
+            return _said(_undo_merge(settings, root, stamp_dir, canonical, new if mode == "append" else None, restore_mode),
+                         split)
     except ArchiveRefused as exc:
         clear_journal(data_dir)
         return Repair("split-root", action, "failed", f"{exc.strerror}; nothing changed", SPLIT_PATHS)
@@ -303,7 +309,12 @@ def _merge(settings: Settings, root: Folder, large_ok: bool = False) -> Repair:
         if stamp_dir is not None:
             stamp_dir.close()
     extra = finalize(settings, state, merge_changed_paths(state, rel), merge_note(state), new if mode == "append" else None)
-    return Repair("split-root", action, "done", merge_detail(state, how) + extra, (*SPLIT_PATHS, rel))
+    return Repair("split-root", action, "done", merge_detail(state, how) + split + extra, (*SPLIT_PATHS, rel))
+
+
+def _said(repair: Repair, split: str) -> Repair:
+    """A merge undone after MEMORY.md was replaced: put back as a new file, its other names split off all the same."""
+    return replace(repair, detail=repair.detail + split)
 
 
 def _undo_merge(settings: Settings, root: Folder, stamp_dir: StampDir, canonical: bytes, merged: bytes | None,

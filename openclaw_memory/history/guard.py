@@ -626,9 +626,8 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
     if swap is not None:
         swap.remove_leftover({current.version} if current else set())
         swap.close()
-        if swap.links > 1:  # never written in place: the other names of a hard-linked note keep the old text
-            notes.append(f"{resolved.display} had {swap.links} hard links: the other name(s) keep the text it had "
-                         f"(a {'restore' if action == RESTORED else 'write'} replaces the file)")
+        if swap.split is not None:  # never written in place: the other names of a hard-linked note keep the old text
+            notes.append(swap.split.note(resolved.display, "restore" if action == RESTORED else "write"))
     try:
         folder.fsync()
     except OSError as exc:

@@ -56,6 +56,23 @@ def _identity(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
+class Split(NamedTuple):
+    """A file a swap replaced that had other names (hard links): they keep its old bytes. Its device
+    and inode, for a caller that removes some of those names itself (a rollback archiving them)."""
+
+    dev: int
+    ino: int
+    links: int
+
+    def note(self, shown: str, by: str) -> str:
+        """What a write, restore or merge (``by``) of ``shown`` says of it: the one wording of all three."""
+        return f"{shown} had {self.links} hard links: the other name(s) keep the text it had (a {by} replaces the file)"
+
+
+def _split(st: os.stat_result) -> Split | None:
+    return Split(st.st_dev, st.st_ino, st.st_nlink) if st.st_nlink > 1 else None
+
+
 class Swap:
     """One exchange of the temp file ``tmp`` with the target ``name`` in ``folder``, and its undo.
     ``copied``: the target's mode and owner (with its extended attributes, where read: its ACL) as
@@ -68,9 +85,9 @@ class Swap:
         self.taken: list[Taken] = []  # every regular file an exchange took off the target, in order
         self.leased: int | None = None  # the target as it was before the exchange, open under self.lease
         self.lease: Lease | None = None
-        # How many names the file the swap replaced had: its other hard links keep the old bytes
+        # The file the swap replaced, where it had other names (hard links): they keep the old bytes
         # (the write says so), counted on that very file, not on a name looked up again.
-        self.links = 1
+        self.split: Split | None = None
 
     def lease_target(self) -> bool:
         """Take a read lease on the target: False when another program kept it open for writing
@@ -102,7 +119,7 @@ class Swap:
         try:
             first = self._take()
             if first is not None and first.version.version == checked and self._as_copied(first.fd):
-                self.links = os.fstat(first.fd).st_nlink  # (the temp name took the target's: the same count)
+                self.split = _split(os.fstat(first.fd))  # (the temp name took the target's: the same count)
                 return True
         except BaseException:  # what came off cannot be read (permissions, I/O): it goes back unread
             self.put_back()
@@ -114,7 +131,7 @@ class Swap:
         """Rename the temp file over the target, where the file system cannot exchange: the file
         replaced is the one leased, the check of its version just done."""
         if self.leased is not None:
-            self.links = os.fstat(self.leased).st_nlink
+            self.split = _split(os.fstat(self.leased))
         os.replace(self.tmp, self.name, src_dir_fd=self.folder.fd, dst_dir_fd=self.folder.fd)
 
     def put_back(self) -> None:
