@@ -1269,3 +1269,49 @@ def test_a_note_the_history_only_saw_comes_back_by_time_with_the_mode_it_logged(
     assert seen.st_mode & 0o7777 == 0o600
     if os.geteuid() == 0:
         assert (seen.st_uid, seen.st_gid) == (NOBODY, NOBODY)
+
+
+def test_a_hard_link_the_rollback_archives_is_no_other_name_keeping_the_old_text(cli, workspace, state_dir, tmp_path,
+                                                                                  monkeypatch):
+    """memory/h2.md made since the snapshot as a second name of memory/h1.md: the rollback restores
+    h1.md and archives h2.md, yet warned that h1.md's other name keeps the text it had. Its other
+    names are counted against the ones the rollback archives (by device and inode): nothing said when
+    it archives all of them; a name outside it is still said, and one it left as it is too."""
+    from openclaw_memory.rollback import apply
+
+    h1, h2 = workspace / "memory" / "h1.md", workspace / "memory" / "h2.md"
+    write(h1, "one\n")
+    assert cli("watchdog", "snapshot", "base").returncode == 0
+    write(h1, "two\n")
+    os.link(h1, h2)
+    done = cli("rollback", "--to", "base", "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "hard link" not in done.stderr and "warnings" not in done.json(), done.stderr
+    assert (h1.read_text(), h2.exists()) == ("one\n", False)
+
+    write(h1, "two\n")
+    os.link(h1, h2)
+    os.link(h1, tmp_path / "h3.md")  # a name no rollback touches
+    done = cli("rollback", "--to", "base", "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.json()["warnings"] == [
+        "memory/h1.md had 3 hard links: the other name(s) keep the text it had (a restore replaces the file), "
+        "but for memory/h2.md, which this rollback archived"]
+    assert ((tmp_path / "h3.md").read_text(), h2.exists()) == ("two\n", False)
+
+    os.remove(tmp_path / "h3.md")
+    write(h1, "two\n")
+    os.link(h1, h2)
+    archive = apply.remove_memory_file
+
+    def edited_first(settings, path, **kw):  # h2.md written to (in place) just before its step: left as it is
+        with open(h2, "a") as f:
+            f.write("edited\n")
+        return archive(settings, path, **kw)
+
+    monkeypatch.setattr(apply, "remove_memory_file", edited_first)
+    done = cli("rollback", "--to", "base", "--force", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "memory/h1.md had 2 hard links: the other name(s) keep the text it had (a restore replaces the file)" in \
+        done.json()["warnings"], done.json()
+    assert h2.read_text() == "two\nedited\n"

@@ -67,7 +67,7 @@ from .placing import (
 from .stale import check_write, seen_after_append
 from .states import WRITE, ReadRecords, Window
 from .store import FileVersion, HistoryStore, check_prefix
-from .swap import Swap
+from .swap import Split, Swap
 from .unstored import not_stored_why
 from .versions import AGENT_WRITE, RESTORE, FileMode, short
 
@@ -121,6 +121,9 @@ class WriteResult:
     warnings: tuple[str, ...] = key(omit=lambda w: not w.warnings, default=())
     # Set when this is an earlier write's result, replayed.
     replay: Replay | None = key(omit=lambda w: w.replay is None, default=None)
+    # The file replaced, where it had other names (its warning says so): a rollback that archives
+    # every one of those names holds its warning back.
+    split: Split | None = key(hidden=True, default=None)
 
     JSON_DERIVED: ClassVar = ("replayed",)
 
@@ -640,4 +643,4 @@ def _commit(store: HistoryStore, records: ReadRecords, resolved: ResolvedPath, f
             f"{resolved.display} was {'restored' if action == RESTORED else 'written'}, but agent "
             f"'{records.agent}''s record of it could not be saved ({why}): read it before the next write"
         )
-    return replace(result, warnings=tuple(notes)) if notes else result
+    return replace(result, warnings=tuple(notes), split=swap.split if swap else None) if notes else result

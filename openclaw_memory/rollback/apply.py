@@ -27,7 +27,7 @@ from .. import faults
 from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first
 from ..fsutil.move import sticky_keeper
 from ..fsutil.safeopen import Folder, FolderSwapped, parts_under, root_spellings
-from ..history.guard import IndexUpdate, restore_file_version, restored_over
+from ..history.guard import IndexUpdate, WriteResult, restore_file_version, restored_over
 from ..history.moves import STARTUP_FILES, finish_pending, refuse_startup_file, remove_memory_file
 from ..history.placing import (
     ReadOnlyRefused,
@@ -44,6 +44,7 @@ from ..history.placing import (
 from ..history.stale import read_here
 from ..history.states import ReadRecords
 from ..history.store import HistoryStore
+from ..history.swap import Split
 from ..history.versions import REMOVE, RESTORE
 from ..links.pending import finish_pending_rewrites
 from ..settings import Settings, command_line
@@ -297,12 +298,15 @@ _SINCE = {CHANGED: "changed since", GONE: "its version then no longer stored (lo
 
 def _run_steps(settings: Settings, intent: Intent, said: list[str]) -> dict[str, str]:
     """Each step in order (see :func:`_step`); the files left as they are, and why (CHANGED, GONE).
-    What a step's restore warns of (a version holding a NUL, which search leaves out) goes to ``said``."""
+    What a step's restore warns of (a version holding a NUL, which search leaves out) goes to ``said``;
+    its hard-link warning once the steps after it are done (:func:`_unless_archived`)."""
     left: dict[str, str] = {}
+    held: list[tuple[Split, str, tuple[str, ...]]] = []
     brought_back = {step.after for step in intent.steps if step.before is None}
     for i, step in enumerate(intent.steps, 1):
         try:
-            why = _step(settings, step, step.after is None and step.before in brought_back, said)
+            why = _step(settings, step, step.after is None and step.before in brought_back, said,
+                        intent.steps[i:], held)
             if why is not None:
                 left[step.display] = why
         except MemoryToolError as exc:
@@ -312,7 +316,37 @@ def _run_steps(settings: Settings, intent: Intent, said: list[str]) -> dict[str,
             stopped.exit_code = exc.exit_code  # blocked (3) stays blocked
             raise stopped from None
         faults.reach(f"rollback:step:{i}")
+    for split, note, names in held:
+        archived = [name for name in names if name not in left]
+        if len(archived) < split.links - 1:  # a name outside the rollback, or one it left, keeps the old text
+            said.append(note + (f", but for {', '.join(archived)}, which this rollback archived" if archived else ""))
     return left
+
+
+def _unless_archived(restored: WriteResult, later: tuple[Step, ...], held: list[tuple[Split, str, tuple[str, ...]]]
+                     ) -> list[str]:
+    """What a step's restore warns of, less its hard-link warning where other names of the file it
+    replaced are ones a later step archives (by device and inode, looked at now; an earlier step's
+    archive unlinked its name before the restore counted the names): those do not keep the old text,
+    they go. That warning goes to ``held`` with them, said once the steps are done only while a name
+    outside the rollback, or one a step left as it is, keeps the old text (and naming those archived)."""
+    split = restored.split
+    if split is None:
+        return list(restored.warnings)
+    names = tuple(step.display for step in later if step.after is None and _identity(step.path) == (split.dev, split.ino))
+    if not names:
+        return list(restored.warnings)
+    note = split.note(restored.path, "restore")
+    held.append((split, note, names))
+    return [warning for warning in restored.warnings if warning != note]
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _sweep(store: HistoryStore, resolved) -> None:
@@ -326,12 +360,13 @@ def _sweep(store: HistoryStore, resolved) -> None:
         pass  # (the folder gone or closed: doctor names what stays)
 
 
-def _step(settings: Settings, step: Step, moved: bool, said: list[str]) -> str | None:
+def _step(settings: Settings, step: Step, moved: bool, said: list[str], later: tuple[Step, ...],
+          held: list[tuple[Split, str, tuple[str, ...]]]) -> str | None:
     """Bring one file to ``step.after``: done already (the history told, if it was not), done now
     (None), or left as it is, and why: it holds neither what the rollback found nor what it puts
     (CHANGED), what it puts is no longer stored (GONE), or it was made read-only since the plan
     (READ_ONLY: the file the step opened says so). ``moved``: an archive whose bytes another step
-    brings back at another path."""
+    brings back at another path. ``later``: the steps after it, ``held``: see :func:`_unless_archived`."""
     store = HistoryStore.for_settings(settings)
     try:
         resolved = resolve_writable(step.path, str(settings.workspace), settings.extra_paths)
@@ -364,7 +399,7 @@ def _step(settings: Settings, step: Step, moved: bool, said: list[str]) -> str |
             # Brought back, with no bit the snapshot saw it without (its history may have logged none).
             with snapshot_mode(resolved.abs_path, step.mode):
                 restored = restore_file_version(settings, resolved.display, step.after, stored=True, read_only_ok=ok)
-            said.extend(restored.warnings)
+            said.extend(_unless_archived(restored, later, held))
     except ReadOnlyRefused:
         return READ_ONLY  # made read-only after the rollback was planned (chmod takes no lock): the user's word, as an edit is
     except TakeOverRefused:
