@@ -62,15 +62,22 @@ class IndexStatus:
     # with why: search never finds them (`index` warns of each; doctor too); then the folders the
     # scan could not read (``folder``: doctor's `unreadable-folder` names them).
     left_out: tuple[LeftOut, ...] = key(omit=lambda s: not s.left_out, default=())
-    # The pid of the index run going on right now (an `index`, the service's sync), holding the
-    # agent's index lock: its dirty marks are those of a run going on, not of one interrupted.
-    running: str | None = key("indexRunningPid", omit=lambda s: s.running is None, default=None)
+    # An index run is going on right now (an `index`, the service's sync), holding the agent's index
+    # lock: its dirty marks are those of a run going on, not of one interrupted. Its pid, an integer as
+    # every pid in the JSON is, where the lock file names one (not yet written, or damaged: unknown).
+    running: bool = key("indexRunning", omit=lambda s: not s.running, default=False)
+    running_pid: int | None = key("indexRunningPid", omit=lambda s: s.running_pid is None, default=None)
 
     JSON_DERIVED: ClassVar = ("indexed",)
 
     @property
     def indexed(self) -> bool:
         return any(c.indexed for c in self.collections)
+
+    @property
+    def pid_words(self) -> str:
+        """The running index's pid as the plain output says it: the number, or "unknown"."""
+        return "unknown" if self.running_pid is None else str(self.running_pid)
 
     @property
     def stale(self) -> list[str]:
@@ -124,7 +131,8 @@ def index_status(settings: Settings, store, scan=None) -> IndexStatus:
         not_indexable=media,
         orphaned=tuple(orphaned_shards(settings, store, collections)),
         left_out=(*left_out(scan.files), *unreadable_folders(scan)),
-        running=running,
+        running=running is not None,
+        running_pid=int(running) if running is not None and running.isdigit() else None,
     )
 
 
@@ -169,9 +177,9 @@ def index_findings(settings: Settings, scan=None) -> list[Finding]:
     findings: list[Finding] = []
     files = sum(c.files for c in status.collections)
     interrupted = [c.name for c in status.collections if c.interrupted]
-    if not status.indexed and status.running is not None:  # the first index, being built: neither missing nor interrupted
+    if not status.indexed and status.running:  # the first index, being built: neither missing nor interrupted
         findings.append(Finding("index-running", "info", f"the first index of agent {status.agent} is being built right "
-                                f"now (pid {status.running}); search answers once it is done"))
+                                f"now (pid {status.pid_words}); search answers once it is done"))
     elif not status.indexed and interrupted:  # a first index killed: not "missing", and it resumes
         findings.append(_interrupted(interrupted))
     elif not status.indexed:

@@ -190,9 +190,9 @@ def run_status(settings: Settings, json_out: bool) -> int:
         print(f"  not indexed: {left}")
     for name in status.orphaned:
         print(f"  orphaned shard: {name} (`{command_line(settings)} doctor --fix` removes it)")
-    if status.running is not None:  # its dirty marks are those of a run going on, not of one interrupted
-        print(f"  an index run is going on now (pid {status.running})" if status.indexed else
-              f"No index yet: being built right now (pid {status.running}).")
+    if status.running:  # its dirty marks are those of a run going on, not of one interrupted
+        print(f"  an index run is going on now (pid {status.pid_words})" if status.indexed else
+              f"No index yet: being built right now (pid {status.pid_words}).")
     elif not status.indexed:
         print(f"No index yet: `{command_line(settings)} index` builds it.")
     for changes in status.git:
