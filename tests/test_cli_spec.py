@@ -149,8 +149,9 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
      "apart from its flag: -w 'VALUE')", "write"),
     (["fiels"], "no such command 'fiels' (did you mean 'files'?)", ""),
     (["watchdog", "verfy"], "no such command 'verfy' (did you mean 'verify'?)", "watchdog"),
+    # the whole line, the flag and its value moved (it said `openclaw-memory read --lines`: no value, no PATH)
     (["--lines", "3", "read", "a"], "--lines is an option of a command, so it goes after the command's name: "
-                                    "openclaw-memory read --lines", ""),
+                                    "openclaw-memory read --lines 3 a", ""),
     (["read"], "missing argument PATH", "read"),
     (["restore"], "missing argument PATH", "restore"),
     (["read", "a", "b"], "unexpected argument 'b': read takes PATH (quote a value of several words)", "read"),
@@ -205,9 +206,13 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     (["help", "serach"], "no such command 'serach' (did you mean 'search'?)", ""),
     (["help", "get"], "no such command 'get' (did you mean 'read'?)", ""),
     (["help", "watchdog", "verfy"], "no such command 'verfy' (did you mean 'verify'?)", "watchdog"),
-    (["--json", "search", "q"], "--json is an option of a command, so it goes after the command's name: openclaw-memory search --json", ""),
+    (["--json", "search", "q"], "--json is an option of a command, so it goes after the command's name: "
+                                "openclaw-memory search --json q", ""),
     (["--limit", "3", "search", "q"], "--limit is an option of a command, so it goes after the command's name: "
-                                      "openclaw-memory search --limit", ""),
+                                      "openclaw-memory search --limit 3 q", ""),
+    # a command named that does not take it, or a command that does not exist: what that command says
+    (["--limit", "3", "files"], "no such option: --limit", "files"),
+    (["--json", "serach", "q"], "no such command 'serach' (did you mean 'search'?)", ""),
 ])
 def test_usage_errors_exit_2_with_a_hint(capsys, argv, message, where):
     assert main(argv) == 2
@@ -222,6 +227,33 @@ def test_a_command_flag_given_to_a_group_says_where_it_goes(capsys):
     error = json.loads(capsys.readouterr().out)["error"]
     assert error.startswith("--json is an option of a command, so it goes after the command's name: "
                             "openclaw-memory watchdog snapshot --json")
+
+
+@pytest.mark.parametrize("flag, before, after", [
+    # a group's subcommand is the one named: it was always `watchdog snapshot`, and run, that moved the
+    # baseline past the tampering the verify was to report
+    ("--json", ["--json", "-w", "WS", "watchdog", "verify"], ["-w", "WS", "watchdog", "verify", "--json"]),
+    ("--json", ["-w", "WS", "watchdog", "--json", "--agent", "main", "heartbeat"],
+     ["-w", "WS", "watchdog", "--agent", "main", "heartbeat", "--json"]),
+    # the settings flags, the arguments and the flag's value are kept (they were dropped)
+    ("--json", ["--json", "-w", "WS", "--agent", "main", "files"], ["-w", "WS", "--agent", "main", "files", "--json"]),
+    ("--limit", ["-w", "WS", "--limit", "3", "search", "backups"], ["-w", "WS", "search", "--limit", "3", "backups"]),
+    ("--from", ["--from", "2", "-w", "WS", "read", "MEMORY.md"], ["-w", "WS", "read", "--from", "2", "MEMORY.md"]),
+    # every command flag before the name moves with it: the line printed runs
+    ("--json", ["--json", "--limit=3", "-w", "WS", "search", "it's"], ["-w", "WS", "search", "--json", "--limit=3", "it's"]),
+])
+def test_a_command_flag_before_the_command_is_answered_with_the_line_to_run(cli, workspace, flag, before, after):
+    write(workspace / "MEMORY.md", "backups nightly\nline two\n")
+    assert cli("-w", str(workspace), "watchdog", "snapshot").returncode == 0
+    write(workspace / "MEMORY.md", "tampered\n")
+    result = cli(*(str(workspace) if w == "WS" else w for w in before))
+    assert result.returncode == 2
+    line = shlex.join(["openclaw-memory", *(str(workspace) if w == "WS" else w for w in after)])
+    assert result.stderr.splitlines()[0] == f"error: {flag} is an option of a command, so it goes after the command's name: {line}"
+    ran = cli(*shlex.split(line)[1:])  # run as printed
+    assert ran.returncode in (0, 1), ran.stderr  # (verify: 1, a file changed)
+    if "verify" in after:
+        assert [c["path"] for c in ran.json()["changed"]] == ["MEMORY.md"]
 
 
 def test_a_usage_error_with_json_is_json_too(capsys):

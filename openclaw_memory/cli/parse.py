@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-from ..errors import UsageError, shown
+from ..errors import UsageError, shell_word, shown
 from ..types import no_such_day
 from .spec import (
     GROUPS,
@@ -118,7 +118,7 @@ class _Commands(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         name, *rest = values
-        level = _Level((*parser.words, name))
+        level = _Level((*parser.words, name), parser.line)
         given, extras = level.parse_known_args(rest)
         for key, value in vars(given).items():  # settings given at both levels: the deeper one wins
             setattr(namespace, key, value)
@@ -174,8 +174,9 @@ def _names(words: tuple[str, ...]) -> dict[str, str]:
 class _Level(argparse.ArgumentParser):
     """The root (no words), a group or a command: its flags (the settings included), then argparse."""
 
-    def __init__(self, words: tuple[str, ...] = ()):
+    def __init__(self, words: tuple[str, ...] = (), line: list[str] | None = None):
         self.words = words
+        self.line = list(line or ())  # the whole command line (each level's words are its end)
         self.command = find_command(words) if words else None
         self.names = {} if self.command else _names(words)
         if words and not self.command and not self.names:
@@ -294,12 +295,8 @@ class _Level(argparse.ArgumentParser):
             if flag not in self.table:
                 below = [c for c in commands() if c.words[: len(self.words)] == self.words and flag in _table(c.opts)]
                 if self.names and below:
-                    # The command named later on the line, when it takes the flag (`--json search q`).
-                    named = next((w for w in argv[i:] if w in self.names), None)
-                    meant = [c for c in below if named is not None and c.words[len(self.words)] == named] or below
-                    example = " ".join((PROG, *meant[0].words, flag))
-                    raise CommandLineError(f"{flag} is an option of a command, so it goes after the command's name: {example}",
-                                           self.words)
+                    # (a level's words from this flag on are the command line's last ones, as typed)
+                    raise self._misplaced(flag, len(self.line) - len(argv) + i - 1, below)
                 raise CommandLineError(_unknown_option(flag, self.table, self.command), self.words)
             opt = self.table[flag]
             if opt.kind != "value":
@@ -320,6 +317,47 @@ class _Level(argparse.ArgumentParser):
         if self.command is not None and not wants_help:
             _check_arguments(self.command, positionals, flags)
         return flags + (["--", *positionals] if positionals else [])
+
+    def _misplaced(self, flag: str, at: int, below: list[Command]) -> CommandLineError:
+        """A command's flag before the command's name (``--json search q``, ``watchdog --json
+        verify``), at ``at`` in the command line: the line to run instead, the whole of it with each
+        such flag (and its value) moved after the command's words. Its settings flags and arguments
+        are kept (docs/cli.md: a command an error names repeats the settings flags), and so is the
+        group's subcommand named: the line said the group's first (`watchdog snapshot --json` for
+        `--json watchdog verify`, which run, moved the baseline past what the verify was to report).
+        Where no command is named, the first one that takes the flag is the example."""
+        line = self.line
+        takes_value = {f for c in below for f, o in _table(c.opts).items() if o.kind == "value"}
+        takes_value |= {f for f, o in self.table.items() if o.kind == "value"}
+        kept, moved = line[:at], list[str]()
+        words, j = self.words, at  # the command's words as read so far; where the reading is in the line
+        while j < len(line) and find_command(words) is None:
+            word = line[j]
+            j += 1
+            if word == "--" and j < len(line):  # the next word names the command, whatever it looks like
+                kept.append(word)
+                word = line[j]
+                j += 1
+            elif word.startswith("-") and word != "-":
+                taken = line[j - 1 : j + (word in takes_value)]  # a flag, and its value
+                j += len(taken) - 1
+                spelled = word.split("=", 1)[0] if word.startswith("--") else word[:2]  # (-wPATH is -w)
+                (kept if spelled in self.table or spelled in (*HELP_FLAGS, VERSION_FLAG) else moved).extend(taken)
+                continue
+            names = _names(words)
+            if word not in names and word != HELP_WORD:  # not a command: what the level reading it would say
+                return CommandLineError(_unknown_command(word, names, words, line[j:]), words)
+            kept.append(word)
+            if word in names:  # (`--json help search`: search's help)
+                words = (*words, word)
+        command = find_command(words)
+        if command is None:  # no command (or no group's subcommand) named: the first that takes the flag
+            kept += next(c for c in below if c.words[: len(words)] == words).words[len(words):]
+        elif flag not in _table(command.opts):  # `--limit 3 files`: what files says of --limit
+            return CommandLineError(_unknown_option(flag, _table(command.opts + SETTINGS), command), command.words)
+        example = " ".join(shell_word(word) for word in (PROG, *kept, *moved, *line[j:]))
+        return CommandLineError(f"{flag} is an option of a command, so it goes after the command's name: {example}",
+                                self.words)
 
     def _named(self, name: str, flags: list[str], rest: list[str]) -> list[str]:
         """A root's or a group's words: its own flags, its command's name, the command's words."""
@@ -472,7 +510,7 @@ def _respelled(argv: list[str]) -> list[str]:
 def parse(argv: list[str]) -> Parsed:
     argv = _respelled(argv)
     try:
-        namespace, extras = _Level().parse_known_args(argv)
+        namespace, extras = _Level(line=argv).parse_known_args(argv)
     except _VersionRequested:
         return Parsed("version")
     except _HelpRequested as wanted:
