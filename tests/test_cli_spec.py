@@ -213,6 +213,13 @@ def test_a_value_that_starts_with_a_dash_is_taken(tree, workspace, capsys):
     # a command named that does not take it, or a command that does not exist: what that command says
     (["--limit", "3", "files"], "no such option: --limit", "files"),
     (["--json", "serach", "q"], "no such command 'serach' (did you mean 'search'?)", ""),
+    # restore's --help lists restore --all's flags: `restore --to X` was "did you mean --last?"
+    (["restore", "--to", "2026-01-01", "--json"],
+     "no such option: --to: a flag of `restore --all` (no PATH), the same as `rollback`, not of `restore PATH [VERSION]`",
+     "restore"),
+    (["restore", "MEMORY.md", "--dry-run"],
+     "no such option: --dry-run: a flag of `restore --all` (no PATH), the same as `rollback`, not of `restore PATH [VERSION]`",
+     "restore"),
 ])
 def test_usage_errors_exit_2_with_a_hint(capsys, argv, message, where):
     assert main(argv) == 2

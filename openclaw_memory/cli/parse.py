@@ -484,6 +484,16 @@ def _unknown_option(flag: str, table: dict[str, Opt], command: Command | None = 
     instead = dict(command.instead if command else ())
     if flag in instead or flag in INSTEAD:  # OpenClaw's flag, with no use here: what does the same
         return f"no such option: {flag}: {instead.get(flag) or INSTEAD[flag]}"
+    # A flag of a command this one's name spells with a switch (`restore --to X`: `restore --all`'s,
+    # which its --help lists; it was "did you mean --last?", another thing entirely).
+    spelling = [(other.name, other.spelled) for other in commands() if command is not None and other.spelled is not None
+                and other.spelled[0] == command.name and flag in _table(other.opts)]
+    if command is not None and spelling:
+        name, spelled = spelling[0]
+        without = " ".join(_metavar(a) for a in command.args if a.required)
+        usage = " ".join((command.name, *(_metavar(a) if a.required else f"[{_metavar(a)}]" for a in command.args)))
+        return (f"no such option: {flag}: a flag of `{' '.join(spelled)}`{f' (no {without})' if without else ''}, "
+                f"the same as `{name}`, not of `{usage}`")
     close = difflib.get_close_matches(flag, [f for f in table if f.startswith("--")], n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return f"no such option: {flag}{hint}"
