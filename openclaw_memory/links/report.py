@@ -84,7 +84,9 @@ def note_links(settings: Settings, path: str | None = None, *, broken: bool = Fa
         listed = _listed(f.path, link, found)
         if wanted is None or f.abs_path == wanted:
             outgoing.append(listed)
-        if wanted is not None and names(found, wanted):
+        # A backlink is another note's link here (the notes a change of it affects): its own link to
+        # itself ([[#The plan]], [[heron#Nowhere]]) is one of its outgoing links only.
+        elif names(found, wanted):
             backlinks.append(listed)
     return LinkReport(workspace, settings.agent, state.shown[wanted] if wanted is not None else None, tuple(outgoing),
                       tuple(backlinks), len(state.files), state.table.parsed, state.table.unreadable)
