@@ -230,10 +230,15 @@ def test_usage_errors_exit_2_with_a_hint(capsys, argv, message, where):
 
 
 def test_a_command_flag_given_to_a_group_says_where_it_goes(capsys):
+    # No subcommand named: none is put in its place (it said `watchdog snapshot --json`, which, run,
+    # moved the baseline a verify reports against), and those that take the flag are named.
     assert main(["watchdog", "--json"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]
-    assert error.startswith("--json is an option of a command, so it goes after the command's name: "
-                            "openclaw-memory watchdog snapshot --json")
+    assert error == ("--json is an option of a command, so it goes after the command's name: "
+                     "openclaw-memory watchdog COMMAND --json (COMMAND: snapshot, verify, heartbeat)")
+    assert main(["--limit", "3"]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == ("error: --limit is an option of a command, so it goes after the "
+                                                       "command's name: openclaw-memory COMMAND --limit 3 (COMMAND: search, log)")
 
 
 @pytest.mark.parametrize("flag, before, after", [

@@ -325,7 +325,7 @@ class _Level(argparse.ArgumentParser):
         are kept (docs/cli.md: a command an error names repeats the settings flags), and so is the
         group's subcommand named: the line said the group's first (`watchdog snapshot --json` for
         `--json watchdog verify`, which run, moved the baseline past what the verify was to report).
-        Where no command is named, the first one that takes the flag is the example."""
+        Where no command is named, COMMAND stands in the line, followed by those that take the flag."""
         line = self.line
         takes_value = {f for c in below for f, o in _table(c.opts).items() if o.kind == "value"}
         takes_value |= {f for f, o in self.table.items() if o.kind == "value"}
@@ -351,12 +351,18 @@ class _Level(argparse.ArgumentParser):
             if word in names:  # (`--json help search`: search's help)
                 words = (*words, word)
         command = find_command(words)
-        if command is None:  # no command (or no group's subcommand) named: the first that takes the flag
-            kept += next(c for c in below if c.words[: len(words)] == words).words[len(words):]
+        which = ""
+        if command is None:  # no command (or no group's subcommand) named: a placeholder, and those that take it
+            # (never one of them as if meant: `watchdog --json` said `watchdog snapshot --json`, which, run,
+            # moves the baseline a verify reports against)
+            takers = list(dict.fromkeys(c.words[len(words)] for c in below
+                                        if c.words[: len(words)] == words and flag in _table(c.opts)))
+            kept.append("COMMAND")
+            which = f" (COMMAND: {', '.join(takers[:8])}{', …' if len(takers) > 8 else ''})"
         elif flag not in _table(command.opts):  # `--limit 3 files`: what files says of --limit
             return CommandLineError(_unknown_option(flag, _table(command.opts + SETTINGS), command), command.words)
         example = " ".join(shell_word(word) for word in (PROG, *kept, *moved, *line[j:]))
-        return CommandLineError(f"{flag} is an option of a command, so it goes after the command's name: {example}",
+        return CommandLineError(f"{flag} is an option of a command, so it goes after the command's name: {example}{which}",
                                 self.words)
 
     def _named(self, name: str, flags: list[str], rest: list[str]) -> list[str]:
