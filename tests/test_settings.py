@@ -447,7 +447,7 @@ def test_openclaw_limits_per_agent_and_toml_above_them(state_dir, workspace):
                    startupContext: {enabled: false, applyOn: ["reset", 3], dailyMemoryDays: 40, maxFileBytes: 0,
                                     maxFileChars: "big", maxTotalChars: 777.7}},
         list: [{id: "ops", bootstrapMaxChars: 5000, contextLimits: {}}]}}""")
-    main = resolve(state_dir, workspace=str(workspace))
+    main = resolve(state_dir, workspace=str(workspace), agent="main")  # (ops, the only agent, is the default)
     assert (main.prompt.file_chars, main.prompt.total_chars, main.read.max_chars) == (15000, 60000, 900)
     startup = main.prompt.startup
     assert (startup.enabled, startup.apply_on, startup.daily_memory_days, startup.max_file_bytes,
@@ -457,7 +457,8 @@ def test_openclaw_limits_per_agent_and_toml_above_them(state_dir, workspace):
     # The agent's own contextLimits replaces the defaults' whole object (OpenClaw's rule).
     assert (ops.prompt.file_chars, ops.read.max_chars) == (5000, 12000)
     write(state_dir / "openclaw-memory.toml", "[prompt]\nfile_chars = 300\n[read]\nmax_chars = 50\n")
-    assert (resolve(state_dir, workspace=str(workspace)).prompt.file_chars, resolve(state_dir, workspace=str(workspace)).read.max_chars) == (300, 50)
+    toml_over = resolve(state_dir, workspace=str(workspace), agent="main")
+    assert (toml_over.prompt.file_chars, toml_over.read.max_chars) == (300, 50)
 
 
 # -- openclaw-memory.toml: one typed tree, checked once -----------------------------------------
@@ -987,7 +988,7 @@ def test_older_memory_search_spellings_fill_only_what_memory_search_lacks(state_
     s = resolve(state_dir, workspace=str(workspace), agent="ops")
     assert s.extra_paths == (str(workspace / "cur"), str(workspace / "own"))
     assert (s.multimodal, s.modalities, s.max_results) == (True, ("image",), 3)
-    main = resolve(state_dir, workspace=str(workspace))
+    main = resolve(state_dir, workspace=str(workspace), agent="main")  # (ops, the only agent, is the default)
     assert main.extra_paths == (str(workspace / "cur"),)
     assert (main.multimodal, main.modalities, main.max_results) == (True, ("image", "audio"), 3)
     # Without memory.search, the older ones are read: agents.defaults.memorySearch before the top-level one.
@@ -1030,7 +1031,7 @@ def test_doctor_warns_of_a_bare_multimodal_boolean(cli, state_dir, workspace):
     # Another agent's entry that is not well formed (settings never read it for this agent) hides nothing.
     write(state_dir / "openclaw.json", json.dumps({"memory": {"search": {"multimodal": True}},
                                                    "agents": {"entries": {"other": {"memory": "x"}}}}))
-    found = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
+    found = [f for f in cli("--agent", "main", "doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
     assert len(found) == 1 and "memory.search.multimodal: true" in found[0]["message"], found
     write(state_dir / "openclaw.json", json.dumps({"agents": {"list": [{"id": "old", "memorySearch": {"multimodal": True}}]}}))
     found = [f for f in cli("doctor", "--json").json()["findings"] if f["id"] == "multimodal-not-an-object"]
@@ -1239,3 +1240,71 @@ def test_a_value_from_openclaw_json_env_vars_is_said_to_come_from_there(tmp_path
     with pytest.raises(WorkspaceError) as caught:  # OpenClaw's default workspace, placed by that home
         resolve_settings(Overrides(), environ={})
     assert f"; OpenClaw's home {home / 'alt'} is from OPENCLAW_HOME in {config}: env.vars)" in caught.value.message
+
+
+# -- the agent with no --agent: OpenClaw's default agent ---------------------------------------------
+
+# Each config, and the agent a command given no --agent acts for: OpenClaw 2026.9.6's resolveDefaultAgentId
+# (its `memory search` without --agent) on the config as read (the agents.list form as its doctor --fix moves
+# it), checked in tests/conformance/test_default_agent.py; None where OpenClaw refuses to guess and so does
+# this product; "main" where OpenClaw refuses but main is one of the agents (a deliberate difference).
+DEFAULT_AGENTS = [
+    ("marked", {"agents": {"entries": {"main": {}, "ops": {"default": True}}}}, "ops"),
+    ("marked, its key in capitals", {"agents": {"entries": {"main": {}, "OPS": {"default": True}}}}, "ops"),
+    ("the only one", {"agents": {"entries": {"ops": {}}}}, "ops"),
+    ("none configured", {}, "main"),
+    ("an empty list", {"agents": {"list": []}}, "main"),
+    ("two marked, main one of them", {"agents": {"entries": {"ops": {"default": True}, "main": {"default": True}}}}, "main"),
+    ("two marked", {"agents": {"entries": {"ops": {"default": True}, "dev": {"default": True}}}}, None),
+    ("explicit ownership: the marker counts for nothing",
+     {"agents": {"ownership": "explicit", "entries": {"ops": {"default": True}, "dev": {}}}}, None),
+    ("explicit ownership, the only one", {"agents": {"ownership": "explicit", "entries": {"ops": {}}}}, "ops"),
+    ("several, none marked", {"agents": {"entries": {"ops": {}, "dev": {}}}}, None),
+    ("several, none marked, main one of them", {"agents": {"entries": {"ops": {}, "main": {}}}}, "main"),
+    ("a list of one", {"agents": {"list": [{"id": "ops"}]}}, "ops"),
+    ("a list of several: doctor --fix drops the marker", {"agents": {"list": [{"id": "dev"}, {"id": "ops", "default": True}]}}, None),
+    ("a list of several, main one of them", {"agents": {"list": [{"id": "ops", "default": True}, {"id": "main"}]}}, "main"),
+]
+
+
+@pytest.mark.parametrize("name, config, expected", DEFAULT_AGENTS, ids=[c[0] for c in DEFAULT_AGENTS])
+def test_with_no_agent_given_the_agent_is_openclaws_default(state_dir, workspace, name, config, expected):
+    """Every command acted as main with no --agent, while OpenClaw's own `memory search` acts for its
+    default agent: with ops marked `default: true` (or the only agent), a search went to main's
+    workspace-main, not found, or to main's index beside ops' memory."""
+    write(state_dir / "openclaw.json", json.dumps(config))
+    if expected is None:
+        with pytest.raises(UsageError) as refused:
+            resolve(state_dir, workspace=str(workspace))
+        assert "configures several agents" in refused.value.message and "give --agent <id>" in refused.value.message
+        assert "\n" not in refused.value.message
+    else:
+        assert resolve(state_dir, workspace=str(workspace)).agent == expected
+    assert resolve(state_dir, workspace=str(workspace), agent="Main").agent == "main"  # --agent still chooses
+
+
+def test_a_command_with_no_agent_acts_for_openclaws_default_agent(cli, state_dir, workspace, tmp_path):
+    """The finding: `search` with ops marked default searched main (workspace-main not found); the CLI,
+    `mcp` and the Python API take the default agent alike, -w with no agents configured is main's."""
+    ops = tmp_path / "opsws"
+    write(ops / "MEMORY.md", "# Ops\n\nThe deploy key rotates on Fridays.\n")
+    write(workspace / "MEMORY.md", "# Main\n\nNothing here.\n")
+    assert cli("status", "--json").json()["agent"] == "main"  # nothing configured: main, -w's workspace
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"entries": {"ops": {"default": True, "workspace": str(ops)}}}}))
+    env = {"OPENCLAW_WORKSPACE": ""}  # (the fixture names a workspace; here openclaw.json does)
+    found = cli("search", "deploy key", "--json", env=env).json()
+    assert [(r["path"], r["source"]) for r in found["results"]][:1] == [("MEMORY.md", "memory-root-ops")], found
+    assert cli("status", "--json", env=env).json()["agent"] == "ops"
+    assert resolve_settings(Overrides(), environ=env_for(workspace, state_dir, OPENCLAW_WORKSPACE="")).agent == "ops"
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    mcp = subprocess.run([sys.executable, "-m", "openclaw_memory", "mcp"], input=json.dumps(hello) + "\n",
+                         capture_output=True, text=True, env=env_for(workspace, state_dir, OPENCLAW_WORKSPACE=""),
+                         cwd=workspace, timeout=60)
+    assert f"Memory of agent 'ops' in workspace {ops}" in json.loads(mcp.stdout.splitlines()[0])["result"]["instructions"]
+    # Several agents, none the default and main not one of them: refused in one line, as OpenClaw refuses.
+    write(state_dir / "openclaw.json", json.dumps({"agents": {"entries": {"ops": {"workspace": str(ops)}, "dev": {}}}}))
+    refused = cli("search", "deploy key", env=env)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "configures several agents (ops, dev)" in refused.stderr and "give --agent <id>" in refused.stderr
+    assert cli("--agent", "ops", "search", "deploy key", "--json", env=env).json()["results"]

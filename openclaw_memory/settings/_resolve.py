@@ -74,7 +74,8 @@ def _text(value: Any, where: str) -> str | None:
 def command_line(settings: Settings, *, in_force: bool = False) -> str:
     """``openclaw-memory`` and the settings flags its command line was given, quoted for a shell: a
     command a hint names (read it first, build the index) acts on the same workspace, agent and
-    session as the command that printed it (without them, on $OPENCLAW_WORKSPACE's or main's).
+    session as the command that printed it (without them, on $OPENCLAW_WORKSPACE's or OpenClaw's
+    default agent's).
 
     ``in_force``: the workspace, state dir and agent in force however they were chosen (the MCP
     server's: its settings may come from the environment its host gave it, which the model's shell
@@ -138,10 +139,10 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
     forget_ways()
     # A folder or agent given empty (`-w "$WS"` with WS unset) is refused: taken as not given, a
     # script's write went to $OPENCLAW_WORKSPACE or OpenClaw's default workspace, another agent's
-    # memory, or was made as main.
+    # memory, or was made as the default agent.
     for value, what, instead in ((o.workspace, "workspace given with -w/--workspace", "$OPENCLAW_WORKSPACE or OpenClaw's default"),
                                  (o.state_dir, "state dir given with --state-dir", "$OPENCLAW_STATE_DIR or ~/.openclaw"),
-                                 (o.agent, "agent given with --agent", "main"),
+                                 (o.agent, "agent given with --agent", "OpenClaw's default agent"),
                                  (o.session, "session given with --session", "the command line's own read records"),
                                  (o.qdrant_url, "Qdrant server given with --qdrant-url", "the embedded engine")):
         if value is not None and not value.strip():
@@ -165,7 +166,6 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
                           bool(o.state_dir) or "OPENCLAW_STATE_DIR" in env, home)
         given = o.state_dir or openclaw_env("OPENCLAW_STATE_DIR", env)
     state_dir = _state_dir(given, o.state_dir, env)
-    agent = agent_id(o.agent or DEFAULT_AGENT)
     json_path = openclaw_config_path(state_dir, bool(given), env)
     # OpenClaw adds the config's env.vars to its environment as it loads it, and resolves every path
     # after with them (the state dir too: its agents' folders and data are there; openclaw.json stays
@@ -177,6 +177,7 @@ def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settin
         _fits("the state dir path", given, StateDirError)
         state_dir = _state_dir(given, None, env)
     _refuse_null(openclaw, json_path)
+    agent = agent_id(o.agent) if o.agent else default_agent(openclaw, str(json_path))
     toml_path = state_dir / TOML_NAME
     toml = load_toml(toml_path)
     tables = toml_tables(toml, toml_path)  # every key checked here, once
@@ -431,6 +432,31 @@ def _check_default_workspace(path: str) -> None:
     except (OSError, ValueError):
         return  # missing: resolve_workspace says so
     check_planted("workspace", path, st)
+
+
+def default_agent(openclaw: dict[str, Any], where: str) -> str:
+    """The agent a command acts for when none is given (no ``--agent``): OpenClaw's default agent, as
+    its own ``memory search`` takes it (resolveDefaultAgentId): the one agent of ``agents.entries``
+    marked ``default: true`` (none when two are, or when ``agents.ownership`` is ``explicit``), else
+    the only one configured, else ``main`` when none is. The older ``agents.list`` is read as its
+    ``doctor --fix`` moves it: after that fix no marker counts in a list of several agents. Several and
+    none chosen: OpenClaw refuses to guess; this product keeps ``main`` where it is one of them (its memory,
+    as before agents were added), and refuses otherwise: acting as ``main`` there wrote to a workspace
+    no agent reads (``workspace-main``), or made its index beside the agents' own."""
+    _configured, roster = read_roster(openclaw, where)
+    if len(roster) <= 1:  # (an empty agents.entries: OpenClaw says "No agents configured"; main's memory is the one)
+        return roster[0][0] if roster else DEFAULT_AGENT
+    agents = openclaw["agents"]  # (read_roster found a roster there)
+    if isinstance(agents.get("entries"), dict) and agents.get("ownership") != "explicit":
+        marked = [agent for agent, _at, entry in roster if entry.get("default") is True]
+        if len(marked) == 1:
+            return marked[0]
+    ids = [agent for agent, _at, _entry in roster]
+    if DEFAULT_AGENT in ids:
+        return DEFAULT_AGENT
+    raise UsageError(f"{where} configures several agents ({', '.join(ids)}) and none is the default (one marked "
+                     "`default: true` in agents.entries, and agents.ownership not \"explicit\"): give --agent <id>, "
+                     "as OpenClaw's own memory commands ask")
 
 
 def _workspace_owner(openclaw: dict[str, Any], where: str) -> str | None:
