@@ -258,7 +258,7 @@ def json_opt(help: str = "Print JSON.") -> Opt:
 # Accepted before the command, between a group and its subcommand, and after the command.
 SETTINGS: tuple[Opt, ...] = (
     Opt("workspace", ("--workspace", "-w"), "Agent workspace (else $OPENCLAW_WORKSPACE, config, else OpenClaw's default <state dir>/workspace).", metavar="PATH"),
-    Opt("agent", ("--agent",), "Agent id (default: main).", metavar="ID"),
+    Opt("agent", ("--agent",), "Agent id (default: OpenClaw's default agent in openclaw.json, else main).", metavar="ID"),
     Opt("state_dir", ("--state-dir",), "OpenClaw's state folder (else $OPENCLAW_STATE_DIR, else ~/.openclaw); its openclaw.json is read unless $OPENCLAW_CONFIG_PATH names one.", metavar="PATH"),
     Opt("extra", ("--extra",), "Extra memory path (repeatable; adds to config and $OPENCLAW_MEMORY_EXTRA_PATHS).", repeat=True, metavar="PATH"),
     Opt("multimodal", ("--multimodal",), "List images and audio in extra paths.", kind="toggle"),
