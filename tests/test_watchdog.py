@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -486,6 +487,20 @@ def test_checkpoint_goes_to_the_agent_whose_heartbeat_wrote_it(cli, workspace):
     shown = cli("--agent", "a", "prompt").stdout
     assert "Workspace Changes" in shown and "`MEMORY.md`" in shown
     assert "Workspace Changes" not in cli("--agent", "a", "prompt").stdout  # once
+
+
+def test_the_prompt_a_heartbeat_names_is_its_agents_whatever_openclaw_json_says_later(cli, workspace, state_dir):
+    # With no --agent the agent is openclaw.json's default, which may change before the prompt runs:
+    # the line printed names the agent whose prompt shows the section.
+    write(workspace / "MEMORY.md", "# shared\n")
+    assert cli("watchdog", "snapshot").returncode == 0
+    write(workspace / "MEMORY.md", "# shared\ntampered\n")
+    beat = cli("watchdog", "heartbeat")
+    assert beat.returncode == 1 and "--agent main prompt` includes it once" in beat.stdout, beat.stdout
+    (state_dir / "openclaw.json").write_text('{"agents": {"entries": {"main": {}, "ops": {"default": true}}}}')
+    line = beat.stdout.split("the next `", 1)[1].split("` includes", 1)[0]
+    shown = cli(*shlex.split(line)[1:]).stdout
+    assert "Workspace Changes" in shown and "`MEMORY.md`" in shown
 
 
 def test_checkpoint_written_before_schema_16_goes_to_any_agent(settings, cli):

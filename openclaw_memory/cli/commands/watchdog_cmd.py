@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...errors import StateDamaged, UsageError
+from ...errors import StateDamaged, UsageError, shell_word
 from ...memory import open_memory
 from ...settings import command_line
 from ..output import printable, reported, warn
@@ -74,6 +74,9 @@ def run_heartbeat(settings: Settings, json_out: bool) -> int:
         assert verify_result is not None  # only a heartbeat that took the first snapshot has none, and it is OK
         print(f"⚠️ Workspace changed since snapshot {verify_result.baseline}: {verify_result.break_count} break(s)")
         _print_delta(verify_result)
-        print(f"checkpoint: saved in {result.checkpoint} (the next `{command_line(settings)} prompt` includes it once)")
+        # The agent named always: only its prompt shows the section, and with no --agent the prompt a
+        # cron line runs later acts for openclaw.json's default agent then, which may be another by then.
+        agent = "" if "--agent" in settings.command_flags else f" --agent {shell_word(settings.agent)}"
+        print(f"checkpoint: saved in {result.checkpoint} (the next `{command_line(settings)}{agent} prompt` includes it once)")
         print(f"new baseline: {result.snapshot}")
     return 0 if result.ok else 1
