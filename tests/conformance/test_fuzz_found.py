@@ -80,6 +80,8 @@ ODD_NAMES = ["~", "~b", "#tag", "100%", "a b", " lead", "e\u0301", "\u00e9", ".h
 
 
 def test_every_listed_file_with_an_odd_name_is_read_as_openclaw_reads_it(oracle, new_ws, checks):
+    from openclaw_memory.files.jstext import js_trim
+
     ws = new_ws()
     tree = {"MEMORY.md": "m\n", "real.md": "r\n"}
     for i, name in enumerate(ODD_NAMES):
@@ -97,5 +99,11 @@ def test_every_listed_file_with_an_odd_name_is_read_as_openclaw_reads_it(oracle,
     windows = [(None, None, None), (2, 1, 3)]
     answers = oracle.batch([read_request(ws, p, extra, *w) for p in listed for w in windows])
     for (p, w), answer in zip([(p, w) for p in listed for w in windows], answers):
-        checks.same(f"read {p!r} {w}", our_read(ws, p, extra, *w), their_read(answer))
+        ours, theirs = our_read(ws, p, extra, *w), their_read(answer)
+        if js_trim(p) != p:  # a listed name with white space around it is read by that name; OpenClaw trims it away
+            checks.deliberate("listed-name-read-as-named", "a path the listing printed names that file, never another",
+                              isinstance(ours, dict) and ours.get("path") == p and ours.get("status") == "ok"
+                              and theirs != ours, f"{p!r}: ours {ours} OpenClaw {theirs}")
+            continue
+        checks.same(f"read {p!r} {w}", ours, theirs)
     checks.done()
