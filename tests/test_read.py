@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import closing
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import run_paused, write
-from openclaw_memory.errors import PathRefused
+from conftest import run_paused, settings_for, write
+from openclaw_memory import open_memory
+from openclaw_memory.errors import BadValue, PathRefused
 from openclaw_memory.files.jstext import truncate_utf16_safe, utf16_len
 from openclaw_memory.files.read import NOTICE_CUT, read_memory_file
 from openclaw_memory.files.window import NOTICE_NEXT, WindowScan
@@ -282,8 +284,27 @@ def test_a_path_through_a_link_above_an_extra_folder_names_its_file(cli, tmp_pat
 def test_values_below_one_are_refused(workspace):
     write(workspace / "MEMORY.md", "x")
     for kw in ({"from_line": 0}, {"lines": 0}, {"max_chars": 0}):
-        with pytest.raises(PathRefused, match="at least 1"):
+        with pytest.raises(BadValue, match="at least 1"):
             read_memory_file("MEMORY.md", str(workspace), **kw)
+
+
+def test_a_window_out_of_range_is_a_bad_value_each_front_end_words(cli, workspace, state_dir):
+    """``Memory.read(lines=-1)`` raised PathRefused("--lines must be at least 1"): a path refusal, in
+    the command line's words, to a library caller. It is a BadValue naming the parameter (the CLI
+    names its flag, as typed)."""
+    write(workspace / "MEMORY.md", "x\n")
+    with closing(open_memory(settings_for(workspace, state_dir))) as memory:
+        for kw, problem in (({"lines": -1}, "must be at least 1 (got -1)"), ({"max_chars": 0}, "must be at least 1 (got 0)"),
+                            ({"from_line": 2**53}, "must be a positive integer (at most 9007199254740991), not 9007199254740992")):
+            with pytest.raises(BadValue) as refused:
+                memory.read("MEMORY.md", **kw)
+            assert (refused.value.name, refused.value.problem) == (*kw, problem)
+    for argv, said in ((["--lines", "0"], "--lines must be at least 1 (got 0)"),
+                       (["--max-chars=0"], "--max-chars must be at least 1 (got 0)"),
+                       (["--from", "0"], "--from must be at least 1 (got 0)"),
+                       (["--diff", "--lines", "0"], "--lines must be at least 1 (got 0)")):
+        done = cli("read", "MEMORY.md", *argv)
+        assert (done.returncode, done.stderr) == (2, f"error: {said}\n"), argv
 
 
 def test_non_utf8_is_replaced_with_a_warning(workspace):

@@ -23,7 +23,7 @@ from typing import Literal
 import xxhash
 
 from .. import faults
-from ..errors import PathChanged, PathRefused, ThroughALink, cut, printable, shown, workspace_gone
+from ..errors import BadValue, PathChanged, PathRefused, ThroughALink, cut, printable, shown, workspace_gone
 from ..fsutil.hashing import BLOCK
 from ..fsutil.safeopen import Folder, NotRegularFile, as_scanned, open_folder
 from ..fsutil.safeopen import FolderSwapped as _Swapped
@@ -421,13 +421,15 @@ def clamp_window_args(from_line, lines, max_chars, *, default_lines: int, defaul
 
 
 def check_window_args(from_line: int, lines: int, max_chars: int) -> None:
+    """BadValue for a window value out of range, named by its parameter (each front-end words it:
+    ``--from`` on the command line, ``from`` for a tool); not a refused path."""
     from .citation import MAX_LINE
 
-    for name, value in (("from", from_line), ("lines", lines), ("max-chars", max_chars)):
+    for name, value in (("from_line", from_line), ("lines", lines), ("max_chars", max_chars)):
         if not isinstance(value, int) or value < 1:
-            raise PathRefused(f"--{name} must be at least 1 (got {value})")
-        if name == "from" and value > MAX_LINE:  # as a citation's and memory_get's: no JSON reader holds it whole
-            raise PathRefused(f"--from must be a positive integer (at most {MAX_LINE}), not {cut(str(value), 60)}")
+            raise BadValue(name, f"must be at least 1 (got {value})")
+        if name == "from_line" and value > MAX_LINE:  # as a citation's and memory_get's: no JSON reader holds it whole
+            raise BadValue(name, f"must be a positive integer (at most {MAX_LINE}), not {cut(str(value), 60)}")
 
 
 def read_window_bytes(data: bytes, resolved: ResolvedPath, *, from_line: int = 1, lines: int = 120,
