@@ -163,3 +163,23 @@ def test_every_environment_variable_the_package_reads_is_in_docs_configuration_m
     assert len(read) > 10 and FAULTS in read
     page = _text("docs/configuration.md")
     assert not sorted(name for name in read - {FAULTS} if f"`{name}" not in page)
+
+
+def test_the_python_calls_docs_search_md_shows_have_the_memory_methods_defaults():
+    """search.md documented `search(query, limit=6, ...)` where the method's limit is None (openclaw.json's
+    maxResults, else 6): a caller copying it overrode the configured default."""
+    import ast
+    import inspect
+
+    from openclaw_memory import Memory
+
+    text = " ".join(_text("docs/search.md").split())
+    calls = re.findall(r"`((?:index|search)\(.*?\))`", text)
+    assert {call.split("(")[0] for call in calls} == {"index", "search"}, calls
+    for call in calls:
+        parsed = ast.parse(call, mode="eval").body
+        assert isinstance(parsed, ast.Call) and isinstance(parsed.func, ast.Name)
+        params = inspect.signature(getattr(Memory, parsed.func.id)).parameters
+        for given in parsed.keywords:
+            assert given.arg in params, call
+            assert ast.literal_eval(given.value) == params[given.arg].default, (call, given.arg)
