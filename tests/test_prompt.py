@@ -453,3 +453,20 @@ def test_a_memory_md_saved_atomically_while_prompts_are_built_is_one_version_cut
         stop.set()
         thread.join()
     assert cuts
+
+
+def test_a_prompt_section_is_tuples_no_caller_can_change(workspace, state_dir):
+    """PromptSection, "frozen", held lists (files, truncated, warnings, other_files): a caller could
+    append a warning to the section it was given, and its JSON followed."""
+    from openclaw_memory.wire import to_json
+
+    write(workspace / "MEMORY.md", "x" * 21_000)  # cut: a truncated entry and a file
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(state_dir)), environ={})
+    section = LocalMemory(settings).prompt(consume=False)
+    for name in ("files", "truncated", "warnings", "other_files", "budget"):
+        assert isinstance(getattr(section, name), tuple), name
+    with pytest.raises(AttributeError):
+        section.warnings.append("added")  # type: ignore[attr-defined]
+    shown = to_json(section)
+    assert shown["truncated"][0]["path"] == "MEMORY.md" and shown["files"][0]["path"] == "MEMORY.md"
+    assert isinstance(shown["otherFiles"], list) and isinstance(shown["warnings"], list)

@@ -151,7 +151,7 @@ def test_user_md_fixed_cap_line_in_the_budget_report(workspace):
     report = section(workspace).budget
     assert report is not None
     assert report[1] == "- USER.md: 4,500 raw / 3,999 injected (11% truncated; max/file)"
-    assert report[-2:] == ["", "USER.md has a fixed 4,000-character bootstrap cap; keep it compact."]
+    assert report[-2:] == ("", "USER.md has a fixed 4,000-character bootstrap cap; keep it compact.")
 
 
 def test_an_unreadable_file_of_a_symlinked_workspace_names_its_real_path(tmp_path, monkeypatch):

@@ -479,7 +479,7 @@ def test_a_folder_moved_away_mid_walk_leaves_its_parent_listed(workspace, tmp_pa
     _mutating_visit(monkeypatch, lambda: os.rename(workspace / "memory/a/b/c", tmp_path / "away/c"))
     result = scan_memory_files(workspace)
     assert paths(result) == ["memory/a/b/c/d/n.md", "memory/a/b/z.md", "memory/a/zz.md", "memory/zzz.md"]
-    assert result.skipped == []
+    assert result.skipped == ()
 
 
 @pytest.mark.parametrize("held", [1, 2])
@@ -537,3 +537,25 @@ def test_out_of_descriptors_anywhere_in_the_scan_is_never_a_skip(workspace, monk
                     with pytest.raises(OutOfFiles, match="cannot open memory/a/b/n.md: " + limit):
                         scan.scan_paths(SimpleNamespace(workspace=workspace), ["memory/a/b/n.md"])
     assert [f.path for f in scan_memory_files(workspace).files] == ["MEMORY.md", "memory/a/b/n.md"]
+
+
+def test_a_cached_scan_is_tuples_no_caller_can_change_for_the_next(workspace, tmp_path, monkeypatch):
+    """ScanResult, "frozen", held lists: a caller appending to ``files`` (or ``skipped``) changed the
+    cached scan every later caller (search's stale check, ``files``) was given, and its JSON."""
+    from openclaw_memory.files.scan import ScanCache
+    from openclaw_memory.settings import Overrides, resolve_settings
+    from openclaw_memory.wire import to_json
+
+    write(workspace / "MEMORY.md", "# root\n")
+    write(workspace / "memory/a.md", "a")
+    settings = resolve_settings(Overrides(workspace=str(workspace), state_dir=str(tmp_path / "state")), environ={})
+    _later(monkeypatch)
+    cache = ScanCache(settings)
+    first = cache.scan()
+    for name in ("files", "skipped", "folders"):
+        assert isinstance(getattr(first, name), tuple), name
+    with pytest.raises(AttributeError):
+        first.files.append(first.files[0])  # type: ignore[attr-defined]
+    assert cache.scan() is first and paths(first) == ["MEMORY.md", "memory/a.md"]
+    assert [f["path"] for f in to_json(first)["files"]] == ["MEMORY.md", "memory/a.md"]
+    assert to_json(first.suggesting("openclaw-memory"))["skipped"] == []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from time import time_ns
 from typing import TYPE_CHECKING
@@ -39,7 +39,7 @@ from .paths import (
 from .root import resolve_dream_diary
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
     from ..settings import Settings
 
@@ -96,10 +96,12 @@ class Skipped:
 class ScanResult:
     workspace: str
     agent: str
-    files: list[MemoryFile] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
+    # Tuples, as the result is frozen: a scan is cached and shared (ScanCache), so a caller must not
+    # be able to change what the next caller is given.
+    files: tuple[MemoryFile, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
     # Every folder listed, with (inode, mtime) taken before listing it: see ScanCache.
-    folders: list[tuple[str, int, int]] = key(hidden=True, default_factory=list)
+    folders: tuple[tuple[str, int, int], ...] = key(hidden=True, default=())
 
     @property
     def warnings(self) -> list[str]:
@@ -109,10 +111,10 @@ class ScanResult:
     def suggesting(self, program: str) -> ScanResult:
         """This listing with each command a skip reason names (``doctor --fix``) run as ``program``
         (the caller's ``settings.command_line``): run as printed, it acts on this workspace."""
-        return replace(self, skipped=worded_skips(self.skipped, program))
+        return replace(self, skipped=tuple(worded_skips(self.skipped, program)))
 
 
-def worded_skips(skipped: list[Skipped], program: str) -> list[Skipped]:
+def worded_skips(skipped: Sequence[Skipped], program: str) -> list[Skipped]:
     from ..errors import suggested
 
     return [replace(s, reason=suggested(s.reason, program)) for s in skipped]
@@ -522,7 +524,7 @@ def _scan(ws: str, extra_paths: Iterable[str | ExtraPath], multimodal: bool | tu
         c.note_folder(os.path.dirname(extra))  # where a missing extra path would appear
         _scan_extra(c, extra, multimodal)
         c.sort_from(start)
-    return ScanResult(ws, agent, c.files, c.skipped, c.folders)
+    return ScanResult(ws, agent, tuple(c.files), tuple(c.skipped), tuple(c.folders))
 
 
 def _scan_extra(c: _Collector, extra: ExtraPath, multimodal: bool | tuple[str, ...]) -> None:
@@ -634,7 +636,7 @@ def _racy(result: ScanResult, started_ns: int) -> bool:
         any(f.ctime_ns >= since for f in result.files)
 
 
-def _files_unchanged(files: list[MemoryFile]) -> bool:
+def _files_unchanged(files: Sequence[MemoryFile]) -> bool:
     for f in files:
         try:
             st = os.lstat(f.abs_path)

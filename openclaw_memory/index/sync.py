@@ -287,7 +287,7 @@ class _Sync:
         # Each collection's manifest without its files: the entries a run needs are read later,
         # by key (the files it reads or removes), or whole only where a crash is reconciled.
         olds = {c.name: load_manifest_head(self.settings.data_dir, c.name) for c in collections}
-        files = None
+        files: Sequence[MemoryFile] | None = None
         if paths is not None and not full and self._targetable(collections, olds):
             files = scan_paths(self.settings, paths)
         self.targeted = files is not None
@@ -370,7 +370,7 @@ class _Sync:
 
     # -- planning -------------------------------------------------------------------------
 
-    def _scan(self) -> list[MemoryFile]:
+    def _scan(self) -> Sequence[MemoryFile]:
         """Every memory file of the workspace (the stat of each), and what the scan says of them."""
         with gc_paused():  # 30,000 files' entries: the collector walked them again at each threshold
             scan = scan_workspace(self.settings)
@@ -378,7 +378,7 @@ class _Sync:
         self.notes += [f"{w}: the notes in it are not indexed" for w in scan.warnings]
         return scan.files
 
-    def _note_left_out(self, files: list[MemoryFile]) -> None:
+    def _note_left_out(self, files: Sequence[MemoryFile]) -> None:
         unindexed = unindexable(files)
         if unindexed:
             self.notes.append(f"not indexed: {some_named(unindexed)}")

@@ -195,7 +195,7 @@ def refresh_synced(settings: Settings, paths: Iterable[str] | None) -> Refreshed
     after an edit parses nothing new. A file removed meanwhile leaves the table here too."""
     from ..files.scan import scan_paths, scan_workspace
 
-    files = scan_paths(settings, paths) if paths is not None else None
+    files: Sequence[MemoryFile] | None = scan_paths(settings, paths) if paths is not None else None
     if files is None:  # a path only the whole scan places (an extra path, the dream diary), or every file
         files = scan_workspace(settings, multimodal=False).files
     return refresh(settings, files)

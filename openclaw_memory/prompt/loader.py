@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from ..files.jstext import decode_lossy, js_collapse, js_trim_end, not_utf8, truncate_utf16_safe, utf16_len
@@ -99,16 +99,17 @@ class PromptCut:
 class PromptSection:
     text: str
     date: str
-    files: list[dict] = field(default_factory=list)
-    truncated: list[PromptCut] = field(default_factory=list)
+    # Tuples, as the section is frozen (a caller adding a warning makes a new section: replace()).
+    files: tuple[dict, ...] = ()
+    truncated: tuple[PromptCut, ...] = ()
     checkpoint: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     # OpenClaw's other startup files (AGENTS.md, SOUL.md, IDENTITY.md, BOOTSTRAP.md): not shown, only
     # counted; what each takes of the total budget before USER.md and MEMORY.md (injectedChars).
-    other_files: list[dict] = field(default_factory=list)
+    other_files: tuple[dict, ...] = ()
     # What the conformance suite compares with OpenClaw's own prompt assembly, never printed.
     # OpenClaw doctor's bootstrap budget note (None: nothing near a limit).
-    budget: list[str] | None = key(hidden=True, default=None)
+    budget: tuple[str, ...] | None = key(hidden=True, default=None)
     budget_files: tuple[str, ...] = key(hidden=True, default=())  # the startup files it counts (there, read or not)
     budget_rows: tuple[BudgetRow, ...] = key(hidden=True, default=())  # OpenClaw's analyzeBootstrapBudget of them
     injected: tuple[Injected, ...] = key(hidden=True, default=())  # USER.md and MEMORY.md as injected
@@ -274,8 +275,9 @@ def build_prompt_section(
     if notice:
         blocks.insert(0, notice)
     text = "\n".join(["# Memory\n", *blocks]) if blocks else ""
-    return PromptSection(text, local_date, files, cuts, checkpoint, warnings, other_files,
-                         budget=budget_report(analyzed, total_cap),
+    budget = budget_report(analyzed, total_cap)
+    return PromptSection(text, local_date, tuple(files), tuple(cuts), checkpoint, tuple(warnings), tuple(other_files),
+                         budget=None if budget is None else tuple(budget),
                          budget_files=tuple(name for name, text in loaded if not isinstance(text, Missing)),
                          budget_rows=tuple(analyzed),
                          injected=tuple(injected), startup=tuple(startup_files), prelude=prelude.text, notice=notice,
@@ -300,7 +302,7 @@ def memory_prompt(settings: Settings, today: dt.date | None = None, consume: boo
         workspace_spelled=settings.workspace_spelled,
     )
     if unread is not None:
-        section.warnings.append(unread)
+        section = replace(section, warnings=(*section.warnings, unread))
     if pending is not None:
         section = replace(section, checkpoint_upto=pending.last)
     if consume and section.checkpoint_upto is not None:

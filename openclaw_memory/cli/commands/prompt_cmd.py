@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ...memory import open_memory
@@ -25,10 +26,11 @@ def run_prompt(settings: Settings, today: dt.date | None, consume: bool, json_ou
 
     zone = timezone_problem(settings.prompt.startup.user_timezone)
     if zone:
-        section.warnings.append(zone)
+        section = replace(section, warnings=(*section.warnings, zone))
     if not section.text.strip():  # exit 0 (nothing is wrong), but not a silent nothing, with --json too
-        section.warnings.append(f"the startup memory section is empty: {printable(str(settings.workspace))} has no "
-                                f"MEMORY.md or USER.md with text and {_no_daily_notes(settings.prompt.startup)}")
+        section = replace(section, warnings=(
+            *section.warnings, f"the startup memory section is empty: {printable(str(settings.workspace))} has no "
+                               f"MEMORY.md or USER.md with text and {_no_daily_notes(settings.prompt.startup)}"))
     # The same warnings on stderr and in --json's "warnings" (the cuts are its "truncated").
     if not reported(section, json_out, [*section.warnings, *cuts]):
         sys.stdout.write(for_stdout(section.text))
