@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .history.report import FileState as FileState
     from .history.report import StateReport as StateReport
     from .index.api import CollectionInfo as CollectionInfo
+    from .index.api import CollectionsResult as CollectionsResult
     from .index.results import SearchHit as SearchHit
     from .index.results import SearchResult as SearchResult
     from .index.results import SyncSummary as SyncSummary
@@ -110,6 +111,7 @@ _NAMES = {
     "FileState": ".history.report",
     "StateReport": ".history.report",
     "CollectionInfo": ".index.api",
+    "CollectionsResult": ".index.api",
     "SearchHit": ".index.results",
     "SearchResult": ".index.results",
     "CollectionStatus": ".index.status",

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+from test_serve import start
+
 from conftest import settings_for, write
 from openclaw_memory.database import Database
 from openclaw_memory.files.scan import scan_memory_files
@@ -80,3 +85,31 @@ def test_files_are_assigned_to_their_collection(workspace, state_dir, tmp_path):
         "custom-2-main": ["../single.md"],
     }
     assert collections[3].pattern == "single.md" and not collections[3].recursive
+
+
+@pytest.mark.parametrize("mode", ["in-process", "service"])
+def test_collections_is_one_frozen_result_whose_json_is_what_the_cli_prints(cli, workspace, state_dir, services, mode):
+    """``Memory.collections()`` returned a plain list (its JSON a bare array) while `collections --json`
+    printed {agent, collections}: one CollectionsResult now, from the library, the service and the CLI.
+    `status --json` is the library's IndexStatus with the memory's ``service()`` beside it."""
+    from openclaw_memory import CollectionInfo, CollectionsResult
+    from openclaw_memory.memory import open_memory
+    from openclaw_memory.wire import to_json
+
+    write(workspace / "MEMORY.md", "# Memory\n")
+    if mode == "service":
+        start(services, workspace, state_dir, "--no-watch")
+    memory = open_memory(settings_for(workspace, state_dir), in_process=mode == "in-process")
+    try:
+        result = memory.collections()
+        status, service = memory.status(), memory.service()
+    finally:
+        memory.close()
+    assert isinstance(result, CollectionsResult) and result.agent == "main"
+    assert isinstance(result.collections, tuple) and all(isinstance(c, CollectionInfo) for c in result.collections)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.agent = "other"  # type: ignore[misc]
+    assert to_json(result) == cli("collections", "--json").json()
+    shown = cli("status", "--json").json()
+    assert shown.pop("service")["running"] is (mode == "service") is service.running
+    assert to_json(status) == shown

@@ -46,6 +46,14 @@ class CollectionInfo:
     backend: str
 
 
+@dataclass(frozen=True)
+class CollectionsResult:
+    """The agent's collections (``Memory.collections``): its JSON is what ``collections --json`` prints."""
+
+    agent: str
+    collections: tuple[CollectionInfo, ...]
+
+
 class MemoryIndex:
     """Sync, search and inspect the index of ``settings.agent`` in ``settings.workspace``.
 

@@ -11,7 +11,7 @@ from ..signals import Stopping
 if TYPE_CHECKING:
     from ..memory.local import LocalMemory
     from ..types import ProgressCallback, SearchMode
-    from .api import CollectionInfo
+    from .api import CollectionsResult
     from .results import SearchResult, SyncProgress, SyncSummary
     from .status import IndexStatus
 
@@ -60,6 +60,8 @@ def status(memory: LocalMemory) -> IndexStatus:
         return warm.status()
 
 
-def collections(memory: LocalMemory) -> list[CollectionInfo]:
+def collections(memory: LocalMemory) -> CollectionsResult:
+    from .api import CollectionsResult
+
     with memory.pool.index(memory.settings) as warm:
-        return warm.collections()
+        return CollectionsResult(memory.settings.agent, tuple(warm.collections()))

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..history.listing import VersionHistory
     from ..history.moves import MoveResult, RemoveResult
     from ..history.report import StateReport
-    from ..index.api import CollectionInfo
+    from ..index.api import CollectionsResult
     from ..index.migrate import MigrationResult
     from ..index.results import SearchResult, SyncSummary
     from ..index.status import IndexStatus
@@ -389,7 +389,7 @@ class Memory(Protocol):
         ...
 
     @operation(impl=".index.operations:collections", on="memory", service=True, cli=Cli("collections"))
-    def collections(self) -> list[CollectionInfo]:
+    def collections(self) -> CollectionsResult:
         """List the agent's collections: names, paths, patterns, point counts, backend."""
         ...
 

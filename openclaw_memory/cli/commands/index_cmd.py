@@ -71,7 +71,7 @@ def _live_index(settings: Settings) -> bool | None:
     cannot tell."""
     try:
         with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
-            return any(c.points is not None for c in memory.collections())
+            return any(c.points is not None for c in memory.collections().collections)
     except Exception:  # noqa: BLE001 - the message then says what it said before
         return None
 
@@ -143,11 +143,11 @@ def _highlighted(line: str, spans: list[tuple[int, int]]) -> str:
 
 def run_collections(settings: Settings, json_out: bool) -> int:
     with closing(open_memory(settings, notice=warn, shard_idle_s=0)) as memory:
-        rows = memory.collections()
+        result = memory.collections()
     if json_out:
-        print_json({"agent": settings.agent, "collections": [to_json(r) for r in rows]})
+        print_json(to_json(result))
         return 0
-    for r in rows:
+    for r in result.collections:
         points = "not indexed" if r.points is None else f"{r.points} points"
         print(f"{r.name}\t{r.kind}\t{points}\t{printable(r.path)}\t{r.pattern}\t{r.backend}")
     return 0
