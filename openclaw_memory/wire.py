@@ -3,7 +3,7 @@ the service socket and what the data dir keeps (a write's first result, for its 
 One shape for all three: a result prints exactly what the service sends.
 
 A dataclass is an object of its fields with camelCase keys; a NamedTuple, tuple, list or set an
-array; bytes ``{"base64": "..."}``; a path a string. A field's :func:`key` may rename it, round
+array; bytes ``{"base64": "..."}``; a path a string; a date its ISO string (``2026-11-30``). A field's :func:`key` may rename it, round
 it, leave it out when it does not apply, or merge a nested result's keys into its own; a class's
 ``JSON_DERIVED`` names properties printed after the fields (left out when None; readers skip them). Nothing on the
 wire names a type: the reader says which type it expects (the return type of the
@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime as dt
 import functools
 import importlib
 import math
+import os
 import types
 import typing
 from collections.abc import Callable
@@ -111,8 +113,10 @@ def to_json(value: Any) -> JsonValue:
         return [to_json(v) for v in sorted(value)]
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
-    if isinstance(value, PurePath):
-        return str(value)
+    if isinstance(value, os.PathLike):  # a Path, or any object that is one
+        return os.fsdecode(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
     if isinstance(value, (bytes, bytearray)):
         return {"base64": base64.b64encode(bytes(value)).decode("ascii")}
     raise TypeError(f"cannot send a {type(value).__name__} over the service socket")
@@ -124,6 +128,23 @@ def from_json(data: JsonValue, hint: Any) -> Any:
         return _load(data, hint, "value")
     except RecursionError:
         raise WireError("nested deeper than the reader goes") from None
+
+
+def as_declared(value: Any, hint: Any) -> Any:
+    """A Python value read as a reader of the socket reads it: ``value`` as JSON, read back as ``hint``
+    (WireError when it is not of that type). A caller in this process then takes what the service
+    takes: a path (a Path) where a str goes, a list for a tuple, and not one string for a tuple of
+    strings (iterated, its characters were the values). A number JSON cannot hold (NaN, infinity) is
+    checked as a number and kept as it is: what it means is the operation's to say, which it says in
+    the caller's process (no request can carry it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        from_json(0.0, hint)
+        return value
+    try:
+        data = to_json(value)
+    except TypeError:  # no JSON holds it: the reader refuses it as it is, naming it
+        data = value
+    return from_json(data, hint)
 
 
 def _fail(where: str, expected: str, data: Any) -> typing.NoReturn:
@@ -189,6 +210,13 @@ def _load(data: Any, hint: Any, where: str) -> Any:
         if not isinstance(data, str):
             _fail(where, "a path", data)
         return Path(data)
+    if hint is dt.date:
+        if not isinstance(data, str):
+            _fail(where, "a date (YYYY-MM-DD)", data)
+        try:
+            return dt.date.fromisoformat(data)
+        except ValueError:
+            _fail(where, "a date (YYYY-MM-DD)", data)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _load_dataclass(data, hint, where)
     if isinstance(hint, type) and issubclass(hint, tuple) and hasattr(hint, "_fields"):

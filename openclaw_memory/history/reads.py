@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..errors import DiskFull, MemoryToolError, is_no_space, no_inode_left
+from ..errors import BadValue, DiskFull, MemoryToolError, is_no_space, no_inode_left
 
 if TYPE_CHECKING:
     from ..files.read import ReadResult
@@ -27,9 +27,9 @@ def read(settings: Settings, path: str, from_line: float | None = None, lines: f
                                                         default_max_chars=settings.read.max_chars)
     result = read_memory_file(
         path, str(settings.workspace), extra_paths=settings.extra_paths,
-        from_line=1 if from_line is None else int(from_line),
-        lines=settings.read.default_lines if lines is None else int(lines),
-        max_chars=settings.read.max_chars if max_chars is None else int(max_chars),
+        from_line=1 if from_line is None else _whole("from_line", from_line),
+        lines=settings.read.default_lines if lines is None else _whole("lines", lines),
+        max_chars=settings.read.max_chars if max_chars is None else _whole("max_chars", max_chars),
     )
     # The whole file's version is recorded as read (the write guard and ``read --diff`` compare
     # against it), with the lines shown (a replace after a window would drop the others); a missing
@@ -63,6 +63,15 @@ def read(settings: Settings, path: str, from_line: float | None = None, lines: f
             f"{result.path} changed since this session read {shown} of it: this window is of the new version, and the "
             "lines before it may differ from those shown then; read it again from line 1 (from=1)",))
     return result
+
+
+def _whole(name: str, value: float) -> int:
+    """A window value as a count of lines or characters: a fraction, NaN or infinity is refused, as
+    the command line refuses ``--from 1.5`` (``int()`` floored 1.5 without a word, and raised a bare
+    ValueError on NaN). ``clamp`` takes them as OpenClaw's reader does instead."""
+    if isinstance(value, float) and not value.is_integer():
+        raise BadValue(name, f"must be a whole number, not {value!r}")
+    return int(value)
 
 
 def read_diff(settings: Settings, path: str, from_line: int | None = None, lines: int | None = None,

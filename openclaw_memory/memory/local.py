@@ -49,8 +49,8 @@ class LocalMemory:
         where the state database holds a row of the wrong type is that damage, said as such (not a
         failure that says what it is whatever the database holds: SQLite out of space, an import
         that fails); a file or folder missing because the workspace itself went away (a session
-        outlives it) is that."""
-        bound = op.arguments(args, kwargs or {})
+        outlives it) is that. An argument not of its declared type is BadValue first (``op.checked``)."""
+        bound = op.checked(args, kwargs or {})
         try:
             return op.run(self, bound)
         except LockTimeout as exc:

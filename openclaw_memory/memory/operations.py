@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType, UnionType
 from typing import Any, Literal, NamedTuple
 
-from ..wire import camel
+from ..wire import WireError, as_declared, camel
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 REQUIRED = inspect.Parameter.empty
@@ -172,6 +172,24 @@ class Operation:
         bound.apply_defaults()
         return dict(list(bound.arguments.items())[1:])
 
+    def checked(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """A call's :meth:`arguments`, each read by its declared type as the service reads it from the
+        socket (:func:`~openclaw_memory.wire.as_declared`, by ``wire_hint``): the one check of every
+        call, in this process and before a call is sent, so that both modes answer a value of the
+        wrong type alike, with BadValue naming the parameter (one string for a tuple of strings was
+        iterated: ``paths="memory/*.md"`` matched every file by its ``*``; through the service the
+        refusal blamed the service, then ran in-process with the same wrong answer)."""
+        arguments = self.arguments(args, kwargs)
+        for param in self.params:
+            if param.sent and param.name in arguments:
+                try:
+                    arguments[param.name] = as_declared(arguments[param.name], param.wire_hint)
+                except WireError as exc:
+                    from ..errors import BadValue
+
+                    raise BadValue(param.name, _problem(str(exc), param.wire_hint, arguments[param.name])) from None
+        return arguments
+
     def run(self, memory: Any, arguments: Mapping[str, Any]) -> Any:
         """Do it here, for ``memory`` (a :class:`~.local.LocalMemory`)."""
         return self.function(memory.settings if self.on == "settings" else memory, **arguments)
@@ -265,6 +283,19 @@ def _loose(hint: Any) -> Any:
     if typing.get_origin(hint) in (typing.Union, UnionType):
         return functools.reduce(lambda a, b: a | b, [_loose(a) for a in typing.get_args(hint)])
     return hint
+
+
+def _problem(refusal: str, hint: Any, value: Any) -> str:
+    """A reader's refusal (``value: expected a string, not 3``, ``value[1]: ...``) as BadValue's
+    problem, which follows the parameter's name: ``must be a string, not 3``, ``item 2 must be ...``."""
+    from ..errors import shown
+
+    where, _, what = refusal.partition(": ")
+    if what.startswith("none of"):  # a union none of whose types fits (a write's content): named whole
+        return f"must be {hint}, not {shown(value)}"
+    what = what.replace("expected", "must be", 1) if what else refusal  # (else nested deeper than it reads)
+    index = where.removeprefix("value")
+    return f"item {int(index[1:-1]) + 1} {what}" if index[1:-1].isdigit() else what
 
 
 def plain_type(hint: Any) -> Any:

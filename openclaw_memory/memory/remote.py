@@ -137,8 +137,9 @@ class ServiceMemory:
 
     def call(self, op: Operation, args: tuple = (), kwargs: dict[str, Any] | None = None) -> Any:
         """A declared operation: sent to the service when it answers it, else (or when the service
-        gives no answer) run here."""
-        arguments = op.arguments(args, kwargs or {})
+        gives no answer) run here. An argument not of its declared type is BadValue here, before
+        anything is sent (``op.checked``): the service, which would refuse it, is not blamed."""
+        arguments = op.checked(args, kwargs or {})
         if op.service:
             sent = {p.name: arguments[p.name] for p in op.params if p.sent}
             for (name, arg), resolve in RESOLVED_HERE.items():

@@ -6,12 +6,12 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from ..errors import ConfigError, StateDirError, UsageError, WorkspaceError, shell_word, shown
+from ..errors import BadValue, ConfigError, StateDirError, UsageError, WorkspaceError, shell_word, shown
 from ..files.jstext import js_trim
 from ..files.paths import PATH_MAX, ExtraPath, absolute_path
 from ..fsutil.atomic import NAME_MAX
@@ -46,6 +46,7 @@ from ._places import (
     openclaw_env,
     openclaw_home,
     path_text,
+    unpathable,
 )
 from ._tree import (
     DATA_DIR_USABLE,
@@ -115,7 +116,7 @@ def printable_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def _command_flags(given: Overrides, settings: Settings) -> tuple[str, ...]:
+def _command_flags(given: _Given, settings: Settings) -> tuple[str, ...]:
     """The flags of ``given`` with their values in force (a workspace as resolved, an agent id as
     normalized): the same memory from any folder."""
     flags: list[str] = []
@@ -132,9 +133,60 @@ def _command_flags(given: Overrides, settings: Settings) -> tuple[str, ...]:
     return tuple(flags)
 
 
+class _Given(NamedTuple):
+    """Overrides as checked (:func:`_given`): each path as its text."""
+
+    workspace: str | None
+    agent: str | None
+    state_dir: str | None
+    extra: tuple[str, ...]
+    multimodal: bool | None
+    qdrant_url: str | None
+    session: str | None
+
+
+def _given(o: Overrides) -> _Given:
+    """``o`` with each field of its type, a path (workspace, state dir, each extra) as its text: a Python
+    caller's Overrides are what the CLI's flags are, and were taken unchecked (one string for ``extra``
+    was iterated, and its "/" made every .md on the host memory; a Path for the workspace, or one
+    holding a NUL, failed as a bare AttributeError or ValueError). Anything else is BadValue, named by
+    the field."""
+
+    def path(name: str, value: object) -> str:
+        text = os.fspath(value) if isinstance(value, os.PathLike) else value
+        if not isinstance(text, str):
+            raise BadValue(name, f"takes a path (a str or os.PathLike), not {shown(value)}")
+        why = unpathable(text)
+        if why is not None:
+            raise BadValue(name, f"{why}, which no path can hold: {shown(text)}")
+        return text
+
+    def text(name: str, value: object) -> str | None:
+        if value is not None and not isinstance(value, str):
+            raise BadValue(name, f"takes a str, not {shown(value)}")
+        return value
+
+    # A string is refused, not taken as one path: the field is a list like the flag it stands for, and
+    # OPENCLAW_MEMORY_EXTRA_PATHS's "a:b" is two, so no reading of one string is clearly the caller's.
+    if isinstance(o.extra, (str, bytes, os.PathLike)) or not isinstance(o.extra, Iterable):
+        raise BadValue("extra", f"takes a sequence of paths (extra=[PATH]), not one "
+                                f"{'string' if isinstance(o.extra, str) else 'value'}: {shown(o.extra)}")
+    if o.multimodal is not None and not isinstance(o.multimodal, bool):
+        raise BadValue("multimodal", f"takes True, False or None, not {shown(o.multimodal)}")
+    return _Given(
+        workspace=None if o.workspace is None else path("workspace", o.workspace),
+        agent=text("agent", o.agent),
+        state_dir=None if o.state_dir is None else path("state_dir", o.state_dir),
+        extra=tuple(path("extra", item) for item in o.extra),
+        multimodal=o.multimodal,
+        qdrant_url=text("qdrant_url", o.qdrant_url),
+        session=text("session", o.session),
+    )
+
+
 def resolve_settings(overrides: Overrides | None = None, environ=None) -> Settings:
     """Resolve settings from flags, the environment, config files and defaults."""
-    o = overrides or Overrides()
+    o = _given(overrides or Overrides())
     env = os.environ if environ is None else environ
     forget_ways()
     # A folder or agent given empty (`-w "$WS"` with WS unset) is refused: taken as not given, a

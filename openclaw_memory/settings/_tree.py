@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -315,12 +315,14 @@ class Settings:
 
 @dataclass(frozen=True)
 class Overrides:
-    """What the user gave on the command line; None means not given."""
+    """What the user gave on the command line; None means not given. A path may be any os.PathLike (a
+    Path); ``extra`` is a sequence of them (a list or tuple: one string is refused, not iterated).
+    Checked where settings are resolved: a value of another type is BadValue, named by its field."""
 
-    workspace: str | None = None
+    workspace: str | os.PathLike[str] | None = None
     agent: str | None = None
-    state_dir: str | None = None
-    extra: tuple[str, ...] = ()
+    state_dir: str | os.PathLike[str] | None = None
+    extra: Sequence[str | os.PathLike[str]] = ()
     multimodal: bool | None = None
     qdrant_url: str | None = None
     session: str | None = None
