@@ -603,6 +603,15 @@ class UnreleasedLayout(MemoryToolError):
     exit_code = 1
 
 
+class MemoryClosed(MemoryToolError):
+    """A call on a memory after its ``close()``: it let go of its index, and does not open it again
+    behind its caller's back (a search after close() reopened the shards and held them: nothing was
+    left to close them, and other processes timed out waiting)."""
+
+    def __init__(self) -> None:
+        super().__init__("this memory is closed (its close() was called): open_memory(settings) opens a new one")
+
+
 # The errors a service answer may name (by class name), to raise the same one in the caller.
 ERROR_KINDS: dict[str, type[MemoryToolError]] = {
     cls.__name__: cls

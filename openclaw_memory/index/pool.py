@@ -10,6 +10,13 @@ index is used by one call at a time. Shards unused for ``shard_idle_s`` seconds 
 after every call, for a process that runs beside others: the CLI, an MCP server without a
 service), so ``doctor --fix`` or another tool can open them: by the service's janitor, or, in a
 library's process (``janitor=True``), by the pool's own thread and at exit.
+
+The pools ``open_memory`` makes (``share_as``: the settings' key) share their indexes with every
+other such pool of the process on the same settings: two memories of one workspace in one process
+read one index side by side, as one memory's threads do (each with its own index held the shard
+locks the other then waited for, and timed out naming this very process as "another process").
+A closed pool lets go of what it shares only when it was the last to hold it; a call on it after
+that is :class:`~openclaw_memory.errors.MemoryClosed`, never shards opened again that nothing closes.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..errors import MemoryToolError
+from ..errors import MemoryClosed, MemoryToolError
 from ..extras import require
 
 if TYPE_CHECKING:
@@ -36,6 +43,19 @@ OnLockWait = Callable[[str, str], None]  # (what is locked, the holder's pid)
 
 IN_PROCESS_SHARD_IDLE_S = 2.0
 
+# The indexes of the sharing pools of this process, by (settings key, agent): each lives as long as a
+# pool holds it (one dropped unclosed is let go as before, its model with it), closed by the last to close.
+_SHARED: weakref.WeakValueDictionary[tuple[str, str], _Slot] = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
+# .on_wait: the notice of the pool whose call this thread runs (a shared index tells that caller).
+_calling = threading.local()
+
+
+def _tell_caller(what: str, pid: str) -> None:
+    on_wait = getattr(_calling, "on_wait", None)
+    if on_wait is not None:
+        on_wait(what, pid)
+
 
 class _Slot:
     def __init__(self, index: MemoryIndex):
@@ -46,6 +66,7 @@ class _Slot:
         self.shared = view is not None  # the embedded engine: calls read side by side, shards kept open
         self.view: ReadView = view if view is not None else ReadView()  # else each call writes: alone
         self.used = time.monotonic()
+        self.holders = 0  # the sharing pools that hold it (_SHARED), less those dropped unclosed
 
     def enter(self, blocking: bool = True) -> bool:
         return self.view.acquire_read(blocking) if self.shared else self.view.acquire_write(blocking)
@@ -85,9 +106,12 @@ class _Lent:
 class IndexPool:
     """Warm indexes, one per agent, sharing one model; see the module docstring."""
 
-    def __init__(self, *, shard_idle_s: float = 0.0, on_wait: OnLockWait | None = None, janitor: bool = False):
+    def __init__(self, *, shard_idle_s: float = 0.0, on_wait: OnLockWait | None = None, janitor: bool = False,
+                 share_as: str | None = None):
         self.shard_idle_s = shard_idle_s
         self.on_wait = on_wait
+        self.share_as = share_as  # the settings' key under which its indexes are shared (module docstring)
+        self.closed = False
         # The service's pool (its own janitor closes idle shards): searches beside its live sync.
         self.serving = shard_idle_s > 0 and not janitor
         self.janitor = janitor and shard_idle_s > 0
@@ -105,20 +129,47 @@ class IndexPool:
 
     def slot(self, settings: Settings) -> _Slot:
         require("search")  # before any index work, so a core install hears what to install, not "no index"
-        from .api import MemoryIndex
-
         with self._slots_lock:
+            if self.closed:
+                raise MemoryClosed()
             slot = self._slots.get(settings.agent)
             if slot is None:
-                index = MemoryIndex(replace(settings, session=None), keep_open=True, models=self._models, on_wait=self.on_wait)
-                self._serve(index)
-                self._models = self._models or index.models
-                if self.serving and not index.models.lent:
-                    index.models.lend(lambda model: _Lent(model, self))
-                slot = self._slots[settings.agent] = _Slot(index)
+                slot = self._shared_slot(settings) if self.share_as is not None else self._new_slot(settings, self.on_wait)
+                self._models = self._models or slot.index.models
+                self._slots[settings.agent] = slot
                 if self.janitor and not self._janitor_started:
                     self._start_janitor()
             return slot
+
+    def _new_slot(self, settings: Settings, on_wait: OnLockWait | None) -> _Slot:
+        from .api import MemoryIndex
+
+        index = MemoryIndex(replace(settings, session=None), keep_open=True, models=self._models, on_wait=on_wait)
+        self._serve(index)
+        if self.serving and not index.models.lent:
+            index.models.lend(lambda model: _Lent(model, self))
+        return _Slot(index)
+
+    def _shared_slot(self, settings: Settings) -> _Slot:
+        """The process's index of these settings for the agent, made on first use, held once more."""
+        assert self.share_as is not None
+        with _SHARED_LOCK:
+            slot = _SHARED.get((self.share_as, settings.agent))
+            if slot is None:
+                slot = _SHARED[self.share_as, settings.agent] = self._new_slot(settings, _tell_caller)
+            slot.holders += 1
+            return slot
+
+    def _release(self, agent: str, slot: _Slot) -> bool:
+        """Let go of ``slot``: whether this pool was the last to hold it (then it is to be closed)."""
+        if self.share_as is None:
+            return True
+        with _SHARED_LOCK:
+            slot.holders -= 1
+            if slot.holders:
+                return False
+            _SHARED.pop((self.share_as, agent), None)
+            return True
 
     def _start_janitor(self) -> None:
         """A thread that closes the shards left unused for ``shard_idle_s``, and their closing
@@ -175,12 +226,14 @@ class IndexPool:
         """The agent's index for one call (reading it beside other calls; waits counted)."""
         slot = self.slot(settings)
         self._enter(slot.enter)
-        previous = getattr(self._here, "view", None)
+        previous, caller = getattr(self._here, "view", None), getattr(_calling, "on_wait", None)
         self._here.view = slot.view if slot.shared else None
+        _calling.on_wait = self.on_wait
         try:
             slot.used = time.monotonic()
             yield slot.index
         finally:
+            _calling.on_wait = caller
             self._here.view = previous
             slot.used = time.monotonic()
             slot.leave()
@@ -237,7 +290,17 @@ class IndexPool:
             index.models.embedder.encode(["warm-up"])
 
     def close(self) -> None:
+        """Close the indexes (once: a second close does nothing). One another memory of this process
+        still shares stays open for it: only its shards unused now are closed (its own idle closing
+        or its next call's end closes the rest)."""
+        with self._slots_lock:
+            if self.closed:
+                return
+            self.closed = True
         self._janitor_stop.set()
-        for slot in list(self._slots.values()):
+        for agent, slot in list(self._slots.items()):
+            if not self._release(agent, slot):
+                self._close_unused(slot)
+                continue
             with slot.view.writing():
                 slot.index.close()

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LockTimeout, MemoryToolError, StateDamaged, workspace_gone
+from ..errors import LockTimeout, MemoryClosed, MemoryToolError, StateDamaged, workspace_gone
 from .operations import Operation, method_of
 
 if TYPE_CHECKING:
@@ -35,6 +35,10 @@ class LocalMemory:
 
     @property
     def settings(self) -> Settings:
+        # Every operation reads them (to run, or to reach the index): a call on a closed memory
+        # fails here, before it opens anything again.
+        if self.pool.closed:
+            raise MemoryClosed()
         return self._settings
 
     def for_session(self, session: str | None) -> LocalMemory:
@@ -92,7 +96,15 @@ class LocalMemory:
         self.pool.warm(self._settings)
 
     def close(self) -> None:
+        """Let go of the index (another memory of this process on the same settings keeps what it
+        shares); a later call is MemoryClosed, a second close() nothing."""
         self.pool.close()
+
+    def __enter__(self) -> LocalMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _not_the_damage(exc: Exception, settings: Settings) -> MemoryToolError | None:

@@ -174,7 +174,14 @@ class ServiceMemory:
             self._local.warm()
 
     def close(self) -> None:
+        """Close the connection and the memory here; a later call is MemoryClosed, a second close() nothing."""
         with self._link.lock:
             if self._link.client is not None:
                 self._link.client.close()
         self._local.close()
+
+    def __enter__(self) -> ServiceMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
