@@ -29,10 +29,12 @@ if TYPE_CHECKING:
     from .archive.export import ExportResult as ExportResult
     from .archive.importer import ImportResult as ImportResult
     from .doctor.runner import DoctorReport as DoctorReport
+    from .errors import BadValue as BadValue
     from .errors import ConfigError as ConfigError
     from .errors import DiskFull as DiskFull
     from .errors import IndexMissing as IndexMissing
     from .errors import LockTimeout as LockTimeout
+    from .errors import MemoryClosed as MemoryClosed
     from .errors import MemoryToolError as MemoryToolError
     from .errors import MissingExtra as MissingExtra
     from .errors import PathRefused as PathRefused
@@ -87,8 +89,8 @@ if TYPE_CHECKING:
 # console script's first step) loads nothing else, so a Ctrl-C while the CLI's modules load is
 # caught by its entry (:func:`openclaw_memory.cli.run`), not a traceback.
 _NAMES = {
-    **dict.fromkeys(("ConfigError", "DiskFull", "IndexMissing", "LockTimeout", "MemoryToolError", "MissingExtra",
-                     "PathRefused", "UsageError", "WorkspaceError", "WriteBlocked"), ".errors"),
+    **dict.fromkeys(("BadValue", "ConfigError", "DiskFull", "IndexMissing", "LockTimeout", "MemoryClosed", "MemoryToolError",
+                     "MissingExtra", "PathRefused", "UsageError", "WorkspaceError", "WriteBlocked"), ".errors"),
     **dict.fromkeys(("Memory", "open_memory", "to_json"), ".memory"),
     **dict.fromkeys(("Overrides", "Settings", "resolve_settings"), ".settings"),
     **dict.fromkeys(("FileStateName", "RepairStatus", "SearchMode", "Severity", "WriteAction"), ".types"),
@@ -132,13 +134,15 @@ _NAMES = {
 __all__ = [*_NAMES]
 
 
-def __getattr__(name: str) -> object:
-    module = _NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'openclaw_memory' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # (seen by a type checker, it let any name be imported: a misspelt one passed)
+
+    def __getattr__(name: str) -> object:
+        module = _NAMES.get(name)
+        if module is None:
+            raise AttributeError(f"module 'openclaw_memory' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

@@ -140,6 +140,8 @@ def as_declared(value: Any, hint: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         from_json(0.0, hint)
         return value
+    if isinstance(value, dt.datetime) and (hint is dt.date or dt.date in typing.get_args(hint)):
+        value = value.date()  # (a datetime is a date to Python: its day, as `prompt(today=datetime.now())` meant)
     try:
         data = to_json(value)
     except TypeError:  # no JSON holds it: the reader refuses it as it is, naming it

@@ -92,3 +92,24 @@ def test_an_extra_found_once_is_not_looked_up_again_on_every_call(monkeypatch):
     require("search")  # installed in the test environment
     monkeypatch.setattr(importlib.util, "find_spec", lambda *a, **k: (_ for _ in ()).throw(AssertionError("searched")))
     require("search")
+
+
+def test_a_callers_code_is_type_checked_against_the_api(tmp_path):
+    # Each operation's signature reaches the caller's type checker (the declaration decorator gave
+    # every method `(*Any, **Any) -> Any`), and a name the package does not export is an error there.
+    script = tmp_path / "caller.py"
+    script.write_text(
+        "from openclaw_memory import BadValue, MemoryClosed, Overrides, SearchResult, open_memory, resolve_settings\n"
+        "from openclaw_memory import NoSuchName\n"
+        "with open_memory(resolve_settings(Overrides(workspace='ws'))) as m:\n"
+        "    found: SearchResult = m.search('q', limit=3)\n"
+        "    n: int = m.search('q')\n"
+        "    m.read(['MEMORY.md'], lines='5')\n"
+        "errors: tuple[type[Exception], ...] = (BadValue, MemoryClosed)\n")
+    out = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
+                          str(script)], capture_output=True, text=True)
+    errors = [line.split(": error: ", 1)[1] for line in out.stdout.splitlines() if ": error: " in line]
+    assert any("NoSuchName" in e for e in errors), out.stdout
+    assert any('"SearchResult"' in e and '"int"' in e for e in errors), out.stdout
+    assert sum('"read"' in e for e in errors) == 2, out.stdout  # the path and the window, each of the wrong type
+    assert len(errors) == 4, out.stdout

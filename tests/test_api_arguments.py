@@ -77,6 +77,7 @@ def test_what_the_socket_reads_is_taken_alike_in_both_modes(memory, workspace):
     assert mem.activity(origins=["restore"], paths=[Path("memory/*.md")]).entries == ()
     assert "Pistachio" in mem.prompt(today="2026-11-30", consume=False).text
     assert "Pistachio" in mem.prompt(today=dt.date(2026, 11, 30), consume=False).text
+    assert "Pistachio" in mem.prompt(today=dt.datetime(2026, 11, 30, 23, 59), consume=False).text  # its day
     assert said == []
     if isinstance(mem, ServiceMemory):
         assert mem.connected

@@ -28,24 +28,16 @@ class LocalMemory:
                  on_session_end: Callable[[str], None] | None = None):
         from ..index.pool import IndexPool
 
-        self._settings = settings
+        self.settings = settings
         self.pool = pool or IndexPool()
         self.service_info = service_info
         self.on_session_end = on_session_end
 
-    @property
-    def settings(self) -> Settings:
-        # Every operation reads them (to run, or to reach the index): a call on a closed memory
-        # fails here, before it opens anything again.
-        if self.pool.closed:
-            raise MemoryClosed()
-        return self._settings
-
     def for_session(self, session: str | None) -> LocalMemory:
-        return self.for_agent(self._settings.agent, session)
+        return self.for_agent(self.settings.agent, session)
 
     def for_agent(self, agent: str, session: str | None) -> LocalMemory:
-        return LocalMemory(self._settings.with_agent(agent).with_session(session), self.pool,
+        return LocalMemory(self.settings.with_agent(agent).with_session(session), self.pool,
                            service_info=self.service_info, on_session_end=self.on_session_end)
 
     def call(self, op: Operation, args: tuple = (), kwargs: dict[str, Any] | None = None) -> Any:
@@ -53,30 +45,33 @@ class LocalMemory:
         where the state database holds a row of the wrong type is that damage, said as such (not a
         failure that says what it is whatever the database holds: SQLite out of space, an import
         that fails); a file or folder missing because the workspace itself went away (a session
-        outlives it) is that. An argument not of its declared type is BadValue first (``op.checked``)."""
+        outlives it) is that. An argument not of its declared type is BadValue first (``op.checked``);
+        a call on a closed memory is MemoryClosed, before it opens anything again."""
+        if self.pool.closed:
+            raise MemoryClosed()
         bound = op.checked(args, kwargs or {})
         try:
             return op.run(self, bound)
         except LockTimeout as exc:
-            worded = held_by_the_service(self._settings, exc)
+            worded = held_by_the_service(self.settings, exc)
             if worded is None:
                 raise
             raise worded from None
         except MemoryToolError:
             raise
         except OSError as exc:
-            if isinstance(exc, (FileNotFoundError, NotADirectoryError)) and not os.path.isdir(self._settings.workspace):
-                raise workspace_gone(self._settings.workspace) from None
+            if isinstance(exc, (FileNotFoundError, NotADirectoryError)) and not os.path.isdir(self.settings.workspace):
+                raise workspace_gone(self.settings.workspace) from None
             raise
         except Exception as exc:
             from ..database.repair import damage_behind
 
-            unrelated = _not_the_damage(exc, self._settings)
+            unrelated = _not_the_damage(exc, self.settings)
             if unrelated is not None:
                 raise unrelated from exc
             if isinstance(exc, (ImportError, MemoryError)):
                 raise  # the code or the machine, whatever the database holds
-            why = damage_behind(self._settings.data_dir)
+            why = damage_behind(self.settings.data_dir)
             if why is None:
                 raise  # not the database's: a fault of the code, shown as one
             raise StateDamaged(f"the state database is damaged: {why}; `openclaw-memory doctor --fix` sets it aside "
@@ -90,10 +85,12 @@ class LocalMemory:
         first request has that to do."""
         from ..database import Database
 
-        Database(self._settings.data_dir).open()
+        Database(self.settings.data_dir).open()
 
     def warm(self) -> None:
-        self.pool.warm(self._settings)
+        if self.pool.closed:
+            raise MemoryClosed()
+        self.pool.warm(self.settings)
 
     def close(self) -> None:
         """Let go of the index (another memory of this process on the same settings keeps what it

@@ -198,12 +198,16 @@ class Operation:
 OPERATIONS: dict[str, Operation] = {}
 
 
+_Method = typing.TypeVar("_Method", bound=Callable[..., Any])
+
+
 def operation(*, impl: str, on: Literal["memory", "settings"] = "settings", service: bool = False, writes: bool = False,
               changes_notes: bool = False, help: Mapping[str, str] = _EMPTY, cli: Cli | None = None,
-              tool: Tool | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare the decorated method of :class:`~.base.Memory` an operation (see the module docstring)."""
+              tool: Tool | None = None) -> Callable[[_Method], _Method]:
+    """Declare the decorated method of :class:`~.base.Memory` an operation (see the module docstring);
+    the method is returned as it is, so that type checkers see its signature in a caller's code."""
 
-    def declare(method: Callable[..., Any]) -> Callable[..., Any]:
+    def declare(method: _Method) -> _Method:
         name = method.__name__
         if name in OPERATIONS:
             raise ValueError(f"the operation {name!r} is declared twice")

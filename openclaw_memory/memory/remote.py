@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import signals
-from ..errors import LockTimeout
+from ..errors import LockTimeout, MemoryClosed
 from ..service_files import service_may_run
 from ..types import MAX_LIMIT
 from .client import ServiceClient, ServiceUnavailable, Unsendable
@@ -138,7 +138,9 @@ class ServiceMemory:
     def call(self, op: Operation, args: tuple = (), kwargs: dict[str, Any] | None = None) -> Any:
         """A declared operation: sent to the service when it answers it, else (or when the service
         gives no answer) run here. An argument not of its declared type is BadValue here, before
-        anything is sent (``op.checked``): the service, which would refuse it, is not blamed."""
+        anything is sent (``op.checked``): the service, which would refuse it, is not blamed. A call
+        on a closed memory is MemoryClosed, nothing sent."""
+        self._open()
         arguments = op.checked(args, kwargs or {})
         if op.service:
             sent = {p.name: arguments[p.name] for p in op.params if p.sent}
@@ -162,7 +164,12 @@ class ServiceMemory:
     def __getattr__(self, name: str) -> Any:  # the declared operations (only those)
         return method_of(ServiceMemory, name).__get__(self)
 
+    def _open(self) -> None:
+        if self._local.pool.closed:
+            raise MemoryClosed()
+
     def service(self) -> ServiceStatus:
+        self._open()
         if self._link.client is None and self._link.said:  # it just failed to answer: say why, not wait again
             from .service_status import ServiceStatus
 
@@ -170,6 +177,7 @@ class ServiceMemory:
         return self.call(OPERATIONS["service"])
 
     def warm(self) -> None:
+        self._open()
         if not self.connected:  # the service warms its own model
             self._local.warm()
 

@@ -35,6 +35,7 @@ def run_rollback(settings: Settings, to: str, dry_run: bool, force: bool, update
     if result.dry_run:
         print(f"dry run: {len(moved)} of {len(result.files)} memory files would change to be as at {result.moment}; nothing was changed.")
     else:
+        assert result.undo is not None  # a rollback made names the moment that undoes it (a dry run none)
         print(f"{len(moved)} of {len(result.files)} memory files are back as at {result.moment}; what they held is in the "
               f"history. To undo: {command_line(settings)} rollback --to {shlex.quote(result.undo)}")
     return 0
