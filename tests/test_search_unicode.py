@@ -10,7 +10,7 @@ import sqlite3
 import unicodedata
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import indexed_notes, settings_for, write
@@ -139,6 +139,7 @@ LATIN_WORD = st.builds(lambda w, marks: "".join(c + m for c, m in zip(w, marks))
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(LATIN_WORD, words(CJK)), min_size=1, max_size=6))
+@example(["0", "\u03a1\u0313"])  # Ρ and a psili: composed only once lowercased (ῤ), fold was not idempotent (CI)
 def test_terms_agree_with_unicode61_in_either_form(unicode61, parts):
     text = " ".join(parts)
     composed = unicodedata.normalize("NFC", text)

@@ -57,7 +57,22 @@ def fold(text: str) -> str:
         return text.lower()
     if not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)
-    return _FOLDED.sub(lambda m: _FOLD[ord(m.group())] or "", text.lower())
+    text = text.lower()
+    if not unicodedata.is_normalized("NFC", text):
+        text = _kept_apart(text)
+    return _FOLDED.sub(lambda m: _FOLD[ord(m.group())] or "", text)
+
+
+def _kept_apart(text: str) -> str:
+    """A mark its capital kept apart (no letter holds Ρ and a psili) that the lowercase letter would
+    compose with (ῤ) is left out, as unicode61 leaves out a mark of its own: else folding the fold
+    composed it, and a term of the note was not the query's."""
+    out: list[str] = []
+    for ch in text:
+        if out and unicodedata.combining(ch) and len(unicodedata.normalize("NFC", out[-1] + ch)) == 1:
+            continue
+        out.append(ch)
+    return "".join(out)
 
 
 def _cluster_start(ch: str) -> bool:
