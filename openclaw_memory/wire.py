@@ -140,7 +140,10 @@ def as_declared(value: Any, hint: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         from_json(0.0, hint)
         return value
-    if isinstance(value, dt.datetime) and (hint is dt.date or dt.date in typing.get_args(hint)):
+    options = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) else (hint,)
+    if type(value) in (str, bytes) and type(value) in options:
+        return value  # as it reads back (a note's text is the common case: no copy of it made)
+    if isinstance(value, dt.datetime) and dt.date in options:
         value = value.date()  # (a datetime is a date to Python: its day, as `prompt(today=datetime.now())` meant)
     try:
         data = to_json(value)
@@ -150,7 +153,8 @@ def as_declared(value: Any, hint: Any) -> Any:
 
 
 def _fail(where: str, expected: str, data: Any) -> typing.NoReturn:
-    shown = repr(data)
+    # (cut before repr: a 5 MB note's text tried as bytes first was copied whole to show 80 characters)
+    shown = repr(data[:80] if isinstance(data, (str, bytes)) else data)
     raise WireError(f"{where}: expected {expected}, not {shown[:80]}")
 
 

@@ -4,6 +4,7 @@ in one process share the index instead of locking each other out."""
 from __future__ import annotations
 
 import os
+import signal
 import threading
 
 import pytest
@@ -90,3 +91,27 @@ def test_the_last_memory_to_close_lets_go_however_they_were_opened(settings):
     assert {lock_holder(p) for p in shard_locks(settings)} == {None}
     with om.open_memory(settings, in_process=True) as again:  # opened anew: a new index
         assert again.search("backups").results
+
+
+def test_a_memory_a_forked_child_opens_is_its_own(settings, workspace):
+    """A child forked after the parent opened a memory got the parent's index from the shared table:
+    its write hung counting points in the parent's engines, and the parent's index was left damaged.
+    Its own memory finds the parent's shards held by another process, as any other process would."""
+    parent = om.open_memory(settings, in_process=True, shard_idle_s=30)
+    parent.index()
+    assert parent.search("backups").results
+    pid = os.fork()
+    if pid == 0:  # the child: a fresh memory of the same settings, written through
+        code = 1
+        try:
+            signal.alarm(60)
+            child = om.open_memory(settings, in_process=True)
+            written = child.write("memory/child.md", content="the child wrote gizmo\n")
+            code = 0 if f"(pid {os.getppid()})" in (written.index.reason or "") else 2
+            child.close()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [h.path for h in parent.search("gizmo").results] == ["memory/child.md"]  # the parent's index is sound
+    parent.close()

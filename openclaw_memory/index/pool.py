@@ -22,6 +22,7 @@ that is :class:`~openclaw_memory.errors.MemoryClosed`, never shards opened again
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
 import weakref
@@ -47,6 +48,19 @@ IN_PROCESS_SHARD_IDLE_S = 2.0
 # pool holds it (one dropped unclosed is let go as before, its model with it), closed by the last to close.
 _SHARED: weakref.WeakValueDictionary[tuple[str, str], _Slot] = weakref.WeakValueDictionary()
 _SHARED_LOCK = threading.Lock()
+
+
+def _forked() -> None:
+    """A forked child shares nothing with its parent's pools: a memory it opens opens its own index
+    (the parent's engines, copied into the child, hung its first count and left the parent's index
+    damaged), and the lock copied held by another thread of the parent is new."""
+    global _SHARED_LOCK
+    _SHARED_LOCK = threading.Lock()
+    _SHARED.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 # .on_wait: the notice of the pool whose call this thread runs (a shared index tells that caller).
 _calling = threading.local()
 
