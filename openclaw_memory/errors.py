@@ -163,7 +163,7 @@ class BadValue(UsageError):
     def __init__(self, name: str, problem: str, *, hint: str = "", hint_tools: str | None = None):
         self.name, self.problem, self.hint = name, problem, hint
         self.hint_tools = hint if hint_tools is None else hint_tools
-        super().__init__(self.worded_as("--" + name.replace("_", "-")))
+        super().__init__(self.worded_as(name))  # a caller of the library gave a parameter: each front-end words its own (cli.main._worded)
 
     def worded_as(self, spelling: str, *, tools: bool = False) -> str:
         return f"{spelling} {self.problem}{self.hint_tools if tools else self.hint}"

@@ -68,7 +68,7 @@ def activity(settings: Settings, *, since: str | None = None, until: str | None 
     filters = SearchFilters.from_args(paths=paths, since=since, until=until)
     for origin in origins:
         if origin not in ORIGINS:
-            raise BadValue("origin", f"must be one of {', '.join(ORIGINS)}, not {shown(origin)}")
+            raise BadValue("origins", f"must be one of {', '.join(ORIGINS)}, not {shown(origin)}")
     if limit < 1:
         raise BadValue("limit", f"must be 1 or more, not {shown(limit)}")
     store = HistoryStore.for_settings(settings)
