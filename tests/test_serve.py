@@ -44,7 +44,8 @@ class Serve:
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )
         self.stderr: list[str] = []
-        threading.Thread(target=self._read_err, daemon=True).start()
+        self._reader = threading.Thread(target=self._read_err, daemon=True)
+        self._reader.start()
 
     def _read_err(self):
         for line in self.proc.stderr:
@@ -58,7 +59,11 @@ class Serve:
     def stop(self, sig=signal.SIGTERM) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        return self.proc.wait(WAIT)
+        code = self.proc.wait(WAIT)
+        # Its last lines read before anyone looks (exited is not read: "stopped (SIGHUP)" was missed
+        # under load, 1 run in 3 as another user).
+        self._reader.join(WAIT)
+        return code
 
     def kill(self):
         if self.proc.poll() is None:
