@@ -121,10 +121,13 @@ class IndexPool:
     """Warm indexes, one per agent, sharing one model; see the module docstring."""
 
     def __init__(self, *, shard_idle_s: float = 0.0, on_wait: OnLockWait | None = None, janitor: bool = False,
-                 share_as: str | None = None):
+                 share_as: Callable[[], str] | None = None):
         self.shard_idle_s = shard_idle_s
         self.on_wait = on_wait
-        self.share_as = share_as  # the settings' key under which its indexes are shared (module docstring)
+        # The settings' key under which its indexes are shared (module docstring), made on first use:
+        # a command that never reaches the index does not pay for it (its imports were 6 ms of `files`).
+        self._share_as = share_as
+        self._shared_key: str | None = None
         self.closed = False
         # The service's pool (its own janitor closes idle shards): searches beside its live sync.
         self.serving = shard_idle_s > 0 and not janitor
@@ -148,7 +151,7 @@ class IndexPool:
                 raise MemoryClosed()
             slot = self._slots.get(settings.agent)
             if slot is None:
-                slot = self._shared_slot(settings) if self.share_as is not None else self._new_slot(settings, self.on_wait)
+                slot = self._shared_slot(settings) if self._share_as is not None else self._new_slot(settings, self.on_wait)
                 self._models = self._models or slot.index.models
                 self._slots[settings.agent] = slot
                 if self.janitor and not self._janitor_started:
@@ -166,23 +169,25 @@ class IndexPool:
 
     def _shared_slot(self, settings: Settings) -> _Slot:
         """The process's index of these settings for the agent, made on first use, held once more."""
-        assert self.share_as is not None
+        assert self._share_as is not None
+        if self._shared_key is None:
+            self._shared_key = self._share_as()
         with _SHARED_LOCK:
-            slot = _SHARED.get((self.share_as, settings.agent))
+            slot = _SHARED.get((self._shared_key, settings.agent))
             if slot is None:
-                slot = _SHARED[self.share_as, settings.agent] = self._new_slot(settings, _tell_caller)
+                slot = _SHARED[self._shared_key, settings.agent] = self._new_slot(settings, _tell_caller)
             slot.holders += 1
             return slot
 
     def _release(self, agent: str, slot: _Slot) -> bool:
         """Let go of ``slot``: whether this pool was the last to hold it (then it is to be closed)."""
-        if self.share_as is None:
+        if self._shared_key is None:  # not shared (or never was: a slot is shared once the key is made)
             return True
         with _SHARED_LOCK:
             slot.holders -= 1
             if slot.holders:
                 return False
-            _SHARED.pop((self.share_as, agent), None)
+            _SHARED.pop((self._shared_key, agent), None)
             return True
 
     def _start_janitor(self) -> None:

@@ -34,7 +34,6 @@ def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, 
     from ..index.pool import IN_PROCESS_SHARD_IDLE_S, IndexPool
     from ..service_files import service_disabled, service_may_run, unreachable_service
     from .local import LocalMemory
-    from .protocol import settings_key
 
     def on_wait(what: str, pid: str) -> None:
         if pid == str(os.getpid()):
@@ -44,10 +43,14 @@ def open_memory(settings: Settings, *, notice: Callable[[str], None] = _stderr, 
 
     check_data_dir(settings.state_dir, settings.data_dir)  # before its socket is trusted or a file written in it
     idle = IN_PROCESS_SHARD_IDLE_S if shard_idle_s is None else shard_idle_s
-    # Shared with every other memory of this process on these settings (the service's key, and the
-    # ranking openclaw.json gives the index): two memories of one workspace read one index, never
-    # wait for each other's shard locks.
-    share_as = f"{settings_key(settings)} {json.dumps(settings.openclaw_hybrid, sort_keys=True, default=str)}"
+    def share_as() -> str:
+        """Shared with every other memory of this process on these settings (the service's key, and
+        the ranking openclaw.json gives the index): two memories of one workspace read one index,
+        never wait for each other's shard locks."""
+        from .protocol import settings_key
+
+        return f"{settings_key(settings)} {json.dumps(settings.openclaw_hybrid, sort_keys=True, default=str)}"
+
     pool = IndexPool(on_wait=on_wait, shard_idle_s=idle, janitor=True, share_as=share_as)
     if start_service and not in_process:
         from .launch import ensure_service
