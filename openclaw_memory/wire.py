@@ -39,7 +39,12 @@ _DEFERRED = {
 
 
 class WireError(ValueError):
-    """JSON that is not a value of the expected type."""
+    """JSON that is not a value of the expected type: ``where`` in it (``value``, ``value[1]``) and
+    the ``problem`` there (``must be a string, not 3``; empty where no one type was expected)."""
+
+    def __init__(self, message: str, where: str = "", problem: str = ""):
+        super().__init__(message)
+        self.where, self.problem = where, problem
 
 
 def camel(name: str) -> str:
@@ -155,7 +160,7 @@ def as_declared(value: Any, hint: Any) -> Any:
 def _fail(where: str, expected: str, data: Any) -> typing.NoReturn:
     # (cut before repr: a 5 MB note's text tried as bytes first was copied whole to show 80 characters)
     shown = repr(data[:80] if isinstance(data, (str, bytes)) else data)
-    raise WireError(f"{where}: expected {expected}, not {shown[:80]}")
+    raise WireError(f"{where}: expected {expected}, not {shown[:80]}", where, f"must be {expected}, not {shown[:80]}")
 
 
 def _load(data: Any, hint: Any, where: str) -> Any:
@@ -177,8 +182,10 @@ def _load(data: Any, hint: Any, where: str) -> Any:
             try:
                 return _load(data, option, where)
             except WireError as exc:
-                errors.append(str(exc))
-        raise WireError(errors[0] if len(errors) == 1 else f"{where}: none of {len(errors)} types fits")
+                errors.append(exc)
+        if len(errors) == 1:
+            raise errors[0]
+        raise WireError(f"{where}: none of {len(errors)} types fits", where)
     if origin is Literal:
         if data not in typing.get_args(hint):
             _fail(where, " or ".join(map(repr, typing.get_args(hint))), data)

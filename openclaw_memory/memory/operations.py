@@ -187,7 +187,7 @@ class Operation:
                 except WireError as exc:
                     from ..errors import BadValue
 
-                    raise BadValue(param.name, _problem(str(exc), param.wire_hint, arguments[param.name])) from None
+                    raise BadValue(param.name, _problem(exc, param.wire_hint, arguments[param.name])) from None
         return arguments
 
     def run(self, memory: Any, arguments: Mapping[str, Any]) -> Any:
@@ -289,17 +289,15 @@ def _loose(hint: Any) -> Any:
     return hint
 
 
-def _problem(refusal: str, hint: Any, value: Any) -> str:
-    """A reader's refusal (``value: expected a string, not 3``, ``value[1]: ...``) as BadValue's
-    problem, which follows the parameter's name: ``must be a string, not 3``, ``item 2 must be ...``."""
+def _problem(refusal: WireError, hint: Any, value: Any) -> str:
+    """A reader's refusal as BadValue's problem, which follows the parameter's name: ``must be a
+    string, not 3``, ``item 2 must be ...`` (where it is an item of the value)."""
     from ..errors import shown
 
-    where, _, what = refusal.partition(": ")
-    if what.startswith("none of"):  # a union none of whose types fits (a write's content): named whole
-        return f"must be {hint}, not {shown(value)}"
-    what = what.replace("expected", "must be", 1) if what else refusal  # (else nested deeper than it reads)
-    index = where.removeprefix("value")
-    return f"item {int(index[1:-1]) + 1} {what}" if index[1:-1].isdigit() else what
+    if not refusal.problem:  # a union none of whose types fits (a write's content): named whole
+        return f"must be {hint}, not {shown(value)}" if refusal.where else str(refusal)
+    index = refusal.where.removeprefix("value")
+    return f"item {int(index[1:-1]) + 1} {refusal.problem}" if index[1:-1].isdigit() else refusal.problem
 
 
 def plain_type(hint: Any) -> Any:

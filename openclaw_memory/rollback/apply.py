@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from .. import faults
 from ..errors import MemoryToolError, PathRefused, UsageError, WriteBlocked, finished_first
 from ..fsutil.move import sticky_keeper
+from ..fsutil.private import identity
 from ..fsutil.safeopen import Folder, FolderSwapped, parts_under, root_spellings
 from ..history.guard import IndexUpdate, WriteResult, restore_file_version, restored_over
 from ..history.moves import STARTUP_FILES, finish_pending, refuse_startup_file, remove_memory_file
@@ -333,20 +334,12 @@ def _unless_archived(restored: WriteResult, later: tuple[Step, ...], held: list[
     split = restored.split
     if split is None:
         return list(restored.warnings)
-    names = tuple(step.display for step in later if step.after is None and _identity(step.path) == (split.dev, split.ino))
+    names = tuple(step.display for step in later if step.after is None and identity(step.path) == (split.dev, split.ino))
     if not names:
         return list(restored.warnings)
     note = split.note(restored.path, "restore")
     held.append((split, note, names))
     return [warning for warning in restored.warnings if warning != note]
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def _sweep(store: HistoryStore, resolved) -> None:
